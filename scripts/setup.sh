@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Sets up a Debian 12 machine for mogserve: installs the Debian packages the build needs and
+# fetches the embedded face model from npm into models/ (sha256-verified).
+# Idempotent: with everything present it changes nothing and needs no network.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+MODEL_DIR="$ROOT/models/ssd_mobilenetv1"
+
+# The embedded default model: face-api's SSD-MobileNetV1 (MIT), pinned.
+FACE_API_PACKAGE="@vladmandic/face-api@1.7.15"
+FACE_API_FILES=(
+  "ssd_mobilenetv1_model-weights_manifest.json 888f744dffbc84f5f060d1f8427d9742341943a2dfaaf9205d10029b7e7a2955"
+  "ssd_mobilenetv1_model.bin 2835640602d53718aa6ae9a42896327eaa21beefed056c218d32ca7d79e1e2f8"
+)
+
+DEBIAN_PACKAGES=(
+  g++ cmake ninja-build pkg-config
+  libtorch-dev libturbojpeg0-dev libpng-dev libwebp-dev zlib1g-dev
+  nlohmann-json3-dev libcli11-dev libspdlog-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+die() {
+  printf 'setup: FAILED: %s\n' "$1" >&2
+  [ -n "${2:-}" ] && printf 'setup: how to fix: %s\n' "$2" >&2
+  exit 1
+}
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"
+  elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+  else die "installing Debian packages needs root" "run this script as root or install sudo"
+  fi
+}
+
+install_debian_packages() {
+  local missing=()
+  for p in "${DEBIAN_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
+  if [ ${#missing[@]} -eq 0 ]; then
+    say "Debian packages: all present"
+    return
+  fi
+  say "installing Debian packages: ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq ||
+    die "apt-get update failed" "check the network and /etc/apt/sources.list, then rerun"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null ||
+    die "apt-get install ${missing[*]} failed" "run the apt-get command by hand to see why, then rerun"
+}
+
+model_ok() {
+  local entry name sum
+  for entry in "${FACE_API_FILES[@]}"; do
+    read -r name sum <<<"$entry"
+    [ -f "$MODEL_DIR/$name" ] || return 1
+    echo "$sum  $MODEL_DIR/$name" | sha256sum --check --status || return 1
+  done
+}
+
+fetch_model() {
+  if model_ok; then
+    say "model: $MODEL_DIR present and verified"
+    return
+  fi
+  command -v npm >/dev/null 2>&1 || die "npm is not installed" "apt-get install npm"
+  local tmp
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' RETURN
+  say "model: fetching $FACE_API_PACKAGE from npm"
+  # npm pack checks the tarball against the registry's integrity hash.
+  (cd "$tmp" && npm pack --silent "$FACE_API_PACKAGE" >/dev/null) ||
+    die "npm pack $FACE_API_PACKAGE failed" "check that the npm registry is reachable (npm ping)"
+  local tarball
+  tarball="$(ls "$tmp"/*.tgz 2>/dev/null | head -n 1)"
+  [ -n "$tarball" ] || die "npm pack produced no tarball" "rerun; if it persists, clear ~/.npm"
+  local members=()
+  for entry in "${FACE_API_FILES[@]}"; do members+=("package/model/${entry%% *}"); done
+  tar -xzf "$tarball" -C "$tmp" "${members[@]}" ||
+    die "the tarball lacks the SSD-MobileNetV1 files" "is the pinned version $FACE_API_PACKAGE right?"
+  local name sum
+  for entry in "${FACE_API_FILES[@]}"; do
+    read -r name sum <<<"$entry"
+    echo "$sum  $tmp/package/model/$name" | sha256sum --check --status ||
+      die "sha256 of $name does not match the pinned value" \
+        "the package contents changed; do not use it until the checksum in scripts/setup.sh is reviewed"
+  done
+  mkdir -p "$MODEL_DIR"
+  for entry in "${FACE_API_FILES[@]}"; do
+    name="${entry%% *}"
+    mv "$tmp/package/model/$name" "$MODEL_DIR/$name.part"
+    mv "$MODEL_DIR/$name.part" "$MODEL_DIR/$name"
+  done
+  model_ok || die "the model in $MODEL_DIR does not verify after the fetch" "delete $MODEL_DIR and rerun"
+  say "model: installed into $MODEL_DIR"
+}
+
+install_debian_packages
+fetch_model

@@ -1,0 +1,195 @@
+// `mogserve detect PATH...`: the offline batch job.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "common/file_util.h"
+#include "cli/progress_bar.h"
+#include "cli/result_json.h"
+#include "image/draw.h"
+#include "image/encode.h"
+#include "pipeline/offline_detector.h"
+
+namespace mogserve::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct DetectFlags {
+  std::vector<std::string> paths;
+  std::string output;
+  std::string annotate_dir;
+  float score_threshold = 0.5f;
+  int max_faces = 100;
+  int batch_size = 8;
+  int64_t max_pixels = 50'000'000;
+  bool timing = false;
+  bool quiet = false;
+  EngineFlags engine;
+};
+
+bool IsImageExtension(const fs::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".jpe" || ext == ".png" || ext == ".webp";
+}
+
+struct Input {
+  pipeline::ImageSource source;
+  std::string relative;  // name under --annotate
+};
+
+// Expands folders (recursively, image extensions only, sorted) and keeps named files as given.
+std::vector<Input> CollectInputs(const std::vector<std::string>& paths) {
+  std::vector<Input> inputs;
+  for (const std::string& arg : paths) {
+    std::error_code ec;
+    if (fs::is_directory(arg, ec)) {
+      std::vector<fs::path> found;
+      for (auto it = fs::recursive_directory_iterator(
+               arg, fs::directory_options::skip_permission_denied, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->is_regular_file(ec) && IsImageExtension(it->path())) found.push_back(it->path());
+      }
+      std::sort(found.begin(), found.end());
+      for (const fs::path& p : found) {
+        inputs.push_back({{p.string(), p.string(), {}}, fs::relative(p, arg).string()});
+      }
+    } else {
+      inputs.push_back({{arg, arg, {}}, fs::path(arg).filename().string()});
+    }
+  }
+  return inputs;
+}
+
+Status WriteAnnotated(const std::string& path, const DetectResult& result, const fs::path& out) {
+  MOGSERVE_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadFileBytes(path));
+  MOGSERVE_ASSIGN_OR_RETURN(image::DecodedImage decoded, image::Decode(bytes));
+  image::Image& img = decoded.image;
+  const int thickness = std::max(2, std::max(img.width, img.height) / 400);
+  const int text_scale = std::max(1, std::max(img.width, img.height) / 500);
+  for (const Detection& d : result.faces) {
+    image::DrawRect(img, d.x1, d.y1, d.x2, d.y2, {0, 255, 0}, thickness);
+    char label[16];
+    std::snprintf(label, sizeof(label), "%.2f", d.score);
+    const int label_y = std::max(0, static_cast<int>(d.y1) - 9 * text_scale);
+    image::DrawLabel(img, static_cast<int>(d.x1), label_y, label, {0, 0, 0}, {0, 255, 0},
+                     text_scale);
+  }
+  MOGSERVE_ASSIGN_OR_RETURN(std::vector<uint8_t> jpeg, image::EncodeJpeg(img, 90));
+  std::error_code ec;
+  fs::create_directories(out.parent_path(), ec);
+  std::ofstream f(out, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
+  if (!f) return Internal("cannot write " + out.string());
+  return Status::Ok();
+}
+
+int RunDetect(const DetectFlags& flags) {
+  std::vector<Input> inputs = CollectInputs(flags.paths);
+  engine::EngineOptions engine_options;
+  engine_options.model_dir = ResolveModelDir(flags.engine.model_dir);
+  engine_options.threads = flags.engine.threads;
+  auto engine = engine::Engine::Create(engine_options);
+  if (!engine.ok()) {
+    std::cerr << "error: cannot load the model: " << engine.status().ToString() << "\n";
+    return kExitFatal;
+  }
+  std::ofstream file_out;
+  if (!flags.output.empty()) {
+    file_out.open(flags.output);
+    if (!file_out) {
+      std::cerr << "error: cannot open --output " << flags.output << " for writing\n";
+      return kExitUsage;
+    }
+  }
+  std::ostream& out = flags.output.empty() ? std::cout : file_out;
+
+  pipeline::OfflineOptions options;
+  options.batch_size = flags.batch_size;
+  options.detect.score_threshold = flags.score_threshold;
+  options.detect.max_faces = flags.max_faces;
+  options.decode.max_pixels = flags.max_pixels;
+  pipeline::OfflineDetector detector(**engine, options);
+
+  std::vector<pipeline::ImageSource> sources;
+  std::map<std::string, std::string> relative_of;
+  for (Input& in : inputs) {
+    relative_of[in.source.id] = in.relative;
+    sources.push_back(std::move(in.source));
+  }
+  const bool tty = isatty(STDERR_FILENO) && !flags.quiet;
+  ProgressBar bar(static_cast<int64_t>(sources.size()), "img", tty);
+  int64_t done = 0, failed = 0, faces = 0;
+  auto extra = [&] {
+    return "faces " + std::to_string(faces) + "  failed " + std::to_string(failed);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  detector.Run(std::move(sources), [&](const pipeline::SourceResult& r) {
+    ++done;
+    Status status = r.status;
+    if (status.ok() && !flags.annotate_dir.empty()) {
+      fs::path target = fs::path(flags.annotate_dir) / relative_of[r.id];
+      target.replace_extension(".jpg");
+      status = WriteAnnotated(r.id, r.result, target);
+    }
+    if (status.ok()) {
+      faces += static_cast<int64_t>(r.result.faces.size());
+      out << ResultToJson(r.id, r.result, flags.timing).dump() << "\n";
+    } else {
+      ++failed;
+      out << ErrorToJson(r.id, status).dump() << "\n";
+      if (tty) std::cerr << "\r\033[K";
+      std::cerr << "error: " << r.id << ": " << status.message() << "\n";
+    }
+    bar.Update(done, extra());
+  });
+  out.flush();
+  bar.Finish(extra());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!flags.quiet) {
+    std::fprintf(stderr, "%lld images, %lld faces, %lld failed in %.2f s (%.1f images/s)\n",
+                 static_cast<long long>(done), static_cast<long long>(faces),
+                 static_cast<long long>(failed), seconds, seconds > 0 ? done / seconds : 0.0);
+  }
+  if (!out) {
+    std::cerr << "error: writing the results failed\n";
+    return kExitFatal;
+  }
+  return failed > 0 ? kExitSomeFailed : kExitOk;
+}
+
+}  // namespace
+
+CommandRunner RegisterDetectCommand(CLI::App& app) {
+  auto flags = std::make_shared<DetectFlags>();
+  app.add_option("paths", flags->paths, "Image files and folders (searched recursively)")
+      ->required();
+  app.add_option("-o,--output", flags->output, "Write JSON lines here instead of stdout");
+  app.add_option("--annotate", flags->annotate_dir,
+                 "Write each image with its boxes and scores drawn into this folder (JPEG)");
+  app.add_option("--score-threshold", flags->score_threshold, "Keep faces scoring above this")
+      ->check(CLI::Range(0.0f, 1.0f))
+      ->capture_default_str();
+  app.add_option("--max-faces", flags->max_faces, "At most this many faces per image")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  app.add_option("--batch-size", flags->batch_size, "Images per forward pass")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--max-pixels", flags->max_pixels,
+                 "Refuse images with more pixels than this (checked before decoding)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+      ->capture_default_str();
+  app.add_flag("--timing", flags->timing, "Add per-image timings to each JSON line");
+  app.add_flag("-q,--quiet", flags->quiet, "No progress bar and no summary on stderr");
+  AddEngineFlags(app, flags->engine);
+  return [flags] { return RunDetect(*flags); };
+}
+
+}  // namespace mogserve::cli

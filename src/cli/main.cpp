@@ -1,0 +1,28 @@
+// mogserve: face detection server and toolkit. Thin: parses argv and runs a subcommand.
+#include <CLI/CLI.hpp>
+#include <map>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"mogserve: fast face detection (SSD-MobileNetV1 embedded, MogFace) on CPU and GPU"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("mogserve 0.1.0"));
+  std::map<CLI::App*, mogserve::cli::CommandRunner> runners;
+  auto add = [&](const char* name, const char* help, auto reg) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    runners[sub] = reg(*sub);
+  };
+  add("detect", "Detect faces in image files and folders (JSON lines out)",
+      mogserve::cli::RegisterDetectCommand);
+  add("bench", "Benchmarks (engine: forward-pass latency and throughput per batch size)",
+      mogserve::cli::RegisterBenchCommand);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : mogserve::cli::kExitUsage;
+  }
+  for (CLI::App* sub : app.get_subcommands()) return runners.at(sub)();
+  return mogserve::cli::kExitUsage;
+}

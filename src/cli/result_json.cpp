@@ -1,0 +1,44 @@
+#include "cli/result_json.h"
+
+#include <cmath>
+
+namespace mogserve::cli {
+namespace {
+
+// Rounds to `decimals` places. Dividing by the exact power of ten (rather than multiplying by
+// 0.01) yields the double nearest the decimal value, which JSON then prints short.
+double Round(double v, int decimals) {
+  const double scale = std::pow(10.0, decimals);
+  return std::round(v * scale) / scale;
+}
+
+}  // namespace
+
+nlohmann::json ResultToJson(const std::string& path, const DetectResult& result,
+                            bool include_timing) {
+  nlohmann::json faces = nlohmann::json::array();
+  for (const Detection& d : result.faces) {
+    faces.push_back({{"box",
+                      {Round(d.x1, 2), Round(d.y1, 2), Round(d.x2, 2), Round(d.y2, 2)}},
+                     {"score", Round(d.score, 4)}});
+  }
+  nlohmann::json j = {
+      {"path", path}, {"width", result.width}, {"height", result.height}, {"faces", faces}};
+  if (include_timing) {
+    const DetectTiming& t = result.timing;
+    j["timing"] = {{"decode_ms", Round(t.decode_ms, 3)},
+                   {"preprocess_ms", Round(t.preprocess_ms, 3)},
+                   {"queue_ms", Round(t.queue_ms, 3)},
+                   {"inference_ms", Round(t.inference_ms, 3)},
+                   {"postprocess_ms", Round(t.postprocess_ms, 3)},
+                   {"batch_size", t.batch_size}};
+  }
+  return j;
+}
+
+nlohmann::json ErrorToJson(const std::string& path, const Status& status) {
+  return {{"path", path},
+          {"error", {{"code", StatusCodeName(status.code())}, {"message", status.message()}}}};
+}
+
+}  // namespace mogserve::cli

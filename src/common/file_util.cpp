@@ -1,0 +1,37 @@
+#include "common/file_util.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+namespace mogserve {
+
+StatusOr<std::vector<uint8_t>> ReadFileBytes(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (st.type() == std::filesystem::file_type::not_found) {
+    return NotFound("no such file: " + path);
+  }
+  if (ec) return Internal("cannot stat " + path + ": " + ec.message());
+  if (st.type() == std::filesystem::file_type::directory) {
+    return InvalidArgument(path + " is a directory, not a file");
+  }
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) return Internal("cannot open " + path + ": " + std::strerror(errno));
+  // Read in chunks rather than trusting a size from stat, so pipes and growing files work too.
+  std::vector<uint8_t> bytes;
+  constexpr size_t kChunkBytes = 1 << 16;
+  while (true) {
+    const size_t old_size = bytes.size();
+    bytes.resize(old_size + kChunkBytes);
+    const size_t got = std::fread(bytes.data() + old_size, 1, kChunkBytes, file.get());
+    bytes.resize(old_size + got);
+    if (got < kChunkBytes) break;
+  }
+  if (std::ferror(file.get())) return Internal("cannot read " + path + ": " + std::strerror(errno));
+  return bytes;
+}
+
+}  // namespace mogserve

@@ -1,0 +1,35 @@
+// Resizing and letterboxing into a model's input canvas.
+#pragma once
+
+#include "image/image.h"
+
+namespace mogserve::image {
+
+// Bilinear resampling with an area-proportional (triangle) filter when shrinking, so that large
+// reductions do not alias; plain bilinear with half-pixel centres when enlarging.
+Image Resize(const Image& src, int dst_width, int dst_height);
+
+// Where an image sits inside a canvas after letterboxing: top-left anchored, scaled by the same
+// factor on both axes, the rest of the canvas filled with zeros (padding only right/bottom).
+struct Letterbox {
+  int canvas_width = 0;
+  int canvas_height = 0;
+  int content_width = 0;   // size of the resized picture inside the canvas
+  int content_height = 0;
+  // Multiply canvas pixel coordinates by these to get coordinates in the original picture.
+  double to_source_x = 1.0;
+  double to_source_y = 1.0;
+};
+
+// The geometry for fitting a source of source_width x source_height into the canvas keeping the
+// aspect ratio. content sizes are round(side * scale), at least 1.
+Letterbox FitLetterbox(int source_width, int source_height, int canvas_width, int canvas_height);
+
+// Resizes `src` to the letterbox's content size and places it at the canvas origin, zero padding.
+// `original_width/height` are the full-resolution size that detections are reported in (they may
+// differ from src when the decoder reduced the image); the returned Letterbox maps canvas pixels
+// to that original size.
+Image LetterboxInto(const Image& src, int canvas_width, int canvas_height, int original_width,
+                    int original_height, Letterbox* geometry);
+
+}  // namespace mogserve::image

@@ -1,0 +1,36 @@
+#include "model/nms.h"
+
+#include <algorithm>
+
+namespace mogserve {
+
+float IoU(const Detection& a, const Detection& b) {
+  const float area_a = a.width() * a.height();
+  const float area_b = b.width() * b.height();
+  if (!(area_a > 0) || !(area_b > 0)) return 0.0f;
+  const float iw = std::min(a.x2, b.x2) - std::max(a.x1, b.x1);
+  const float ih = std::min(a.y2, b.y2) - std::max(a.y1, b.y1);
+  if (iw <= 0 || ih <= 0) return 0.0f;
+  const float inter = iw * ih;
+  return inter / (area_a + area_b - inter);
+}
+
+namespace model {
+
+std::vector<Detection> NonMaxSuppression(std::vector<Detection> candidates, float iou_threshold,
+                                         int max_keep) {
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Detection& a, const Detection& b) { return a.score > b.score; });
+  std::vector<Detection> kept;
+  for (const Detection& c : candidates) {
+    if (max_keep > 0 && static_cast<int>(kept.size()) >= max_keep) break;
+    const bool suppressed = std::any_of(kept.begin(), kept.end(), [&](const Detection& k) {
+      return IoU(c, k) > iou_threshold;
+    });
+    if (!suppressed) kept.push_back(c);
+  }
+  return kept;
+}
+
+}  // namespace model
+}  // namespace mogserve

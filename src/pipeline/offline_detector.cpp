@@ -1,0 +1,115 @@
+#include "pipeline/offline_detector.h"
+
+#include <algorithm>
+#include <deque>
+#include <future>
+
+#include "common/clock.h"
+#include "common/file_util.h"
+#include "common/thread_pool.h"
+#include "model/ssd_box_coder.h"
+#include "pipeline/prepared_image.h"
+
+namespace mogserve::pipeline {
+namespace {
+
+struct Pending {
+  std::string id;
+  StatusOr<PreparedImage> prepared = Internal("not prepared");
+  SteadyClock::time_point ready_at;
+};
+
+StatusOr<PreparedImage> LoadAndPrepare(const ImageSource& source, int canvas_side,
+                                       const image::DecodeOptions& decode) {
+  if (source.path.empty()) return PrepareImage(source.bytes, canvas_side, decode);
+  MOGSERVE_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadFileBytes(source.path));
+  return PrepareImage(bytes, canvas_side, decode);
+}
+
+// Runs the forward pass for the prepared images of `batch` and turns outputs into results.
+void RunBatch(engine::Engine& engine, const DetectOptions& detect, std::vector<Pending>& batch,
+              const std::function<void(const SourceResult&)>& on_result) {
+  std::vector<const uint8_t*> canvases;
+  for (const Pending& p : batch) {
+    if (p.prepared.ok()) canvases.push_back(p.prepared->canvas.data.data());
+  }
+  const auto start = SteadyClock::now();
+  StatusOr<engine::BatchOutputs> outputs =
+      canvases.empty() ? StatusOr<engine::BatchOutputs>(engine::BatchOutputs{}) :
+                         engine.Forward(canvases);
+  const double inference_ms = MillisecondsSince(start);
+  int index = 0;
+  for (Pending& p : batch) {
+    SourceResult r;
+    r.id = p.id;
+    if (!p.prepared.ok()) {
+      r.status = p.prepared.status();
+    } else if (!outputs.ok()) {
+      r.status = outputs.status();
+    } else {
+      const PreparedImage& img = *p.prepared;
+      r.result.width = img.width;
+      r.result.height = img.height;
+      r.result.timing = img.timing;
+      r.result.timing.queue_ms =
+          std::chrono::duration<double, std::milli>(start - p.ready_at).count();
+      r.result.timing.inference_ms = inference_ms;
+      r.result.timing.batch_size = static_cast<int>(canvases.size());
+      const auto post_start = SteadyClock::now();
+      r.result.faces = model::DecodeSsdDetections(outputs->boxes_of(index),
+                                                  outputs->scores_of(index), engine.anchors(),
+                                                  detect, img.letterbox);
+      r.result.timing.postprocess_ms = MillisecondsSince(post_start);
+      ++index;
+    }
+    on_result(r);
+  }
+  batch.clear();
+}
+
+}  // namespace
+
+OfflineDetector::OfflineDetector(engine::Engine& engine, const OfflineOptions& options)
+    : engine_(engine), options_(options) {
+  options_.batch_size = std::max(1, options_.batch_size);
+  options_.prefetch_batches = std::max(1, options_.prefetch_batches);
+}
+
+void OfflineDetector::Run(std::vector<ImageSource> sources,
+                          const std::function<void(const SourceResult&)>& on_result) {
+  const int threads =
+      options_.decode_threads > 0 ? options_.decode_threads : engine::AvailableCores();
+  ThreadPool pool(threads, "decode");
+  const int canvas_side = engine_.input_size();
+  const size_t window = static_cast<size_t>(options_.batch_size) * (options_.prefetch_batches + 1);
+
+  std::deque<std::future<Pending>> in_flight;
+  size_t next = 0;
+  auto submit_next = [&] {
+    const ImageSource* source = &sources[next++];
+    in_flight.push_back(pool.Submit([this, source, canvas_side] {
+      Pending p;
+      p.id = source->id;
+      p.prepared = LoadAndPrepare(*source, canvas_side, options_.decode);
+      p.ready_at = SteadyClock::now();
+      return p;
+    }));
+  };
+  while (next < sources.size() && in_flight.size() < window) submit_next();
+
+  std::vector<Pending> batch;
+  int ready = 0;  // prepared images in `batch`
+  while (!in_flight.empty()) {
+    batch.push_back(in_flight.front().get());
+    in_flight.pop_front();
+    if (next < sources.size()) submit_next();
+    if (batch.back().prepared.ok()) ++ready;
+    if (ready == options_.batch_size) {
+      RunBatch(engine_, options_.detect, batch, on_result);
+      ready = 0;
+    }
+  }
+  if (!batch.empty()) RunBatch(engine_, options_.detect, batch, on_result);
+}
+
+}  // namespace mogserve::pipeline
