@@ -43,24 +43,34 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
-inline Status InvalidData(std::string m) { return {StatusCode::kInvalidData, std::move(m)}; }
-inline Status Unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
+inline Status InvalidData(std::string m) {
+  return {StatusCode::kInvalidData, std::move(m)};
+}
+inline Status Unsupported(std::string m) {
+  return {StatusCode::kUnsupported, std::move(m)};
+}
 inline Status ResourceExhausted(std::string m) {
   return {StatusCode::kResourceExhausted, std::move(m)};
 }
-inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
+inline Status NotFound(std::string m) {
+  return {StatusCode::kNotFound, std::move(m)};
+}
 inline Status FailedPrecondition(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};
 }
-inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status Internal(std::string m) {
+  return {StatusCode::kInternal, std::move(m)};
+}
 
 // Holds either a value or a non-OK Status.
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
   StatusOr(Status status) : status_(std::move(status)) { assert(!status_.ok()); }  // NOLINT
-  StatusOr(T value) : value_(std::move(value)) {}                                 // NOLINT
+  StatusOr(T value) : value_(std::move(value)) {}                                  // NOLINT
 
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
@@ -90,10 +100,10 @@ class [[nodiscard]] StatusOr {
 }  // namespace mogserve
 
 // Early-return helpers. MOGSERVE_ASSIGN_OR_RETURN(auto x, Expr()) declares x from a StatusOr.
-#define MOGSERVE_RETURN_IF_ERROR(expr)   \
-  do {                                   \
-    ::mogserve::Status _st = (expr);     \
-    if (!_st.ok()) return _st;           \
+#define MOGSERVE_RETURN_IF_ERROR(expr) \
+  do {                                 \
+    ::mogserve::Status _st = (expr);   \
+    if (!_st.ok()) return _st;         \
   } while (0)
 
 #define MOGSERVE_CONCAT_INNER(a, b) a##b

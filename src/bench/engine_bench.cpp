@@ -53,8 +53,7 @@ StatusOr<std::vector<double>> TimeBatch(engine::Engine& engine,
   return samples;
 }
 
-Status RunVariant(const Variant& v, const EngineBenchOptions& options,
-                  EngineBenchReport& report) {
+Status RunVariant(const Variant& v, const EngineBenchOptions& options, EngineBenchReport& report) {
   engine::EngineOptions eo = options.engine;
   eo.channels_last = v.channels_last;
   if (!v.caching_allocator) eo.allocator_cache_bytes = 0;
@@ -122,8 +121,8 @@ StatusOr<EngineBenchReport> RunEngineBench(const EngineBenchOptions& options) {
   EngineBenchReport report;
   report.machine = DescribeMachine();
   // Threads must be set before the peak is measured: load the default engine options first.
-  const int threads = options.engine.threads > 0 ? options.engine.threads
-                                                 : engine::AvailableCores();
+  const int threads =
+      options.engine.threads > 0 ? options.engine.threads : engine::AvailableCores();
   std::fprintf(stderr, "measuring the 3x3 convolution peak (%d threads)...\n", threads);
   {
     engine::EngineOptions probe = options.engine;
@@ -135,7 +134,8 @@ StatusOr<EngineBenchReport> RunEngineBench(const EngineBenchOptions& options) {
   report.peak_batch = peak.batch;
   std::fprintf(stderr, "  peak %.1f GFLOP/s (batch %d)\n", peak.gflops, peak.batch);
   if (options.compare_variants) {
-    for (const Variant& v : kComparedVariants) MOGSERVE_RETURN_IF_ERROR(RunVariant(v, options, report));
+    for (const Variant& v : kComparedVariants)
+      MOGSERVE_RETURN_IF_ERROR(RunVariant(v, options, report));
   } else {
     MOGSERVE_RETURN_IF_ERROR(RunVariant(kDefaultVariant, options, report));
   }
@@ -152,8 +152,9 @@ std::string EngineBenchMarkdown(const EngineBenchReport& r) {
                 r.engine.c_str(), r.machine.c_str(), r.peak_gflops, r.peak_batch,
                 r.macs_per_image / 1e9);
   out += buf;
-  out += "| variant | batch | mean ms | median | min | max | std | ms/image | images/s | GFLOP/s "
-         "| % of peak |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  out +=
+      "| variant | batch | mean ms | median | min | max | std | ms/image | images/s | GFLOP/s "
+      "| % of peak |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const EngineBenchRow& row : r.rows) {
     const LatencyStats& s = row.batch_latency;
     std::snprintf(buf, sizeof(buf),

@@ -11,10 +11,10 @@
 namespace mogserve::bench {
 
 struct EngineBenchOptions {
-  engine::EngineOptions engine;     // model folder, threads
+  engine::EngineOptions engine;  // model folder, threads
   std::vector<int> batch_sizes = {1, 2, 4, 8, 16};
-  int min_iterations = 10;          // per (variant, batch size), after 2 warm-up passes
-  double min_seconds = 2.0;         // ... and at least this long
+  int min_iterations = 10;   // per (variant, batch size), after 2 warm-up passes
+  double min_seconds = 2.0;  // ... and at least this long
   // Also measure NCHW and the system allocator (before the caching allocator is installed).
   bool compare_variants = true;
 };
@@ -25,13 +25,13 @@ struct EngineBenchRow {
   LatencyStats batch_latency;  // per forward pass
   double ms_per_image = 0;
   double images_per_s = 0;
-  double gflops = 0;           // 2 * MACs * batch / mean latency
+  double gflops = 0;  // 2 * MACs * batch / mean latency
   double fraction_of_peak = 0;
 };
 
 struct EngineBenchReport {
-  std::string engine;  // Engine::Describe() of the default variant
-  std::string machine; // CPU model, cores
+  std::string engine;   // Engine::Describe() of the default variant
+  std::string machine;  // CPU model, cores
   double peak_gflops = 0;
   int peak_batch = 0;
   double macs_per_image = 0;

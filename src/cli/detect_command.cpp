@@ -7,9 +7,9 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "common/file_util.h"
 #include "cli/progress_bar.h"
 #include "cli/result_json.h"
+#include "common/file_util.h"
 #include "image/draw.h"
 #include "image/encode.h"
 #include "pipeline/offline_detector.h"

@@ -34,7 +34,8 @@ void AddEngineFlags(CLI::App& app, EngineFlags& flags) {
   app.add_option("--model-dir", flags.model_dir,
                  "Folder with the model files (default: $MOGSERVE_MODEL_DIR, else "
                  "models/ssd_mobilenetv1 in the working directory or next to the build)");
-  app.add_option("--threads", flags.threads, "Intra-op threads for the forward pass (0 = all cores)")
+  app.add_option("--threads", flags.threads,
+                 "Intra-op threads for the forward pass (0 = all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
 }

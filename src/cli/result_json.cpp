@@ -18,8 +18,7 @@ nlohmann::json ResultToJson(const std::string& path, const DetectResult& result,
                             bool include_timing) {
   nlohmann::json faces = nlohmann::json::array();
   for (const Detection& d : result.faces) {
-    faces.push_back({{"box",
-                      {Round(d.x1, 2), Round(d.y1, 2), Round(d.x2, 2), Round(d.y2, 2)}},
+    faces.push_back({{"box", {Round(d.x1, 2), Round(d.y1, 2), Round(d.x2, 2), Round(d.y2, 2)}},
                      {"score", Round(d.score, 4)}});
   }
   nlohmann::json j = {

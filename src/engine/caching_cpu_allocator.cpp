@@ -18,7 +18,9 @@ namespace {
 constexpr size_t kAlignment = 64;
 constexpr size_t kHeader = 64;
 
-size_t RoundUp(size_t n) { return (std::max<size_t>(n, 1) + kAlignment - 1) / kAlignment * kAlignment; }
+size_t RoundUp(size_t n) {
+  return (std::max<size_t>(n, 1) + kAlignment - 1) / kAlignment * kAlignment;
+}
 
 class CachingCpuAllocator final : public c10::Allocator {
  public:
@@ -112,10 +114,16 @@ void InstallCachingCpuAllocator(int64_t max_cached_bytes) {
   });
 }
 
-bool CachingCpuAllocatorInstalled() { return g_installed.load(); }
+bool CachingCpuAllocatorInstalled() {
+  return g_installed.load();
+}
 
-AllocatorStats GetAllocatorStats() { return CachingCpuAllocator::Instance().stats(); }
+AllocatorStats GetAllocatorStats() {
+  return CachingCpuAllocator::Instance().stats();
+}
 
-void ResetPeakAllocatorStats() { CachingCpuAllocator::Instance().ResetPeak(); }
+void ResetPeakAllocatorStats() {
+  CachingCpuAllocator::Instance().ResetPeak();
+}
 
 }  // namespace mogserve::engine

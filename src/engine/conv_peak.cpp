@@ -12,16 +12,16 @@ ConvPeak MeasureConv3x3Peak(double seconds) {
   constexpr int64_t kChannels = 512, kSide = 32;
   ConvPeak best;
   for (int64_t batch : {1, 4}) {
-    const at::Tensor x = at::randn({batch, kChannels, kSide, kSide})
-                             .contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor x =
+        at::randn({batch, kChannels, kSide, kSide}).contiguous(at::MemoryFormat::ChannelsLast);
     const at::Tensor w =
         at::randn({kChannels, kChannels, 3, 3}).contiguous(at::MemoryFormat::ChannelsLast) * 0.01;
     const int64_t stride[2] = {1, 1}, padding[2] = {1, 1}, dilation[2] = {1, 1};
     auto run = [&] { return at::conv2d(x, w, {}, stride, padding, dilation, 1); };
     run();  // oneDNN creates its primitive on the first call
     const double flops = 2.0 * batch * kChannels * kChannels * 9 * kSide * kSide;
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::duration<double>(seconds / 2);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds / 2);
     do {
       const auto t0 = std::chrono::steady_clock::now();
       run();

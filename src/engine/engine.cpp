@@ -1,9 +1,9 @@
 #include "engine/engine.h"
 
-#include <ATen/Parallel.h>
-#include <sched.h>
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
+#include <sched.h>
 
 #include <cstring>
 #include <thread>
@@ -51,10 +51,18 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
-int Engine::input_size() const { return model::SsdMobilenetV1::kInputSize; }
-const std::vector<model::AnchorBox>& Engine::anchors() const { return impl_->net->anchors(); }
-int64_t Engine::macs_per_image() const { return impl_->net->MacsPerImage(); }
-int Engine::threads() const { return impl_->threads; }
+int Engine::input_size() const {
+  return model::SsdMobilenetV1::kInputSize;
+}
+const std::vector<model::AnchorBox>& Engine::anchors() const {
+  return impl_->net->anchors();
+}
+int64_t Engine::macs_per_image() const {
+  return impl_->net->MacsPerImage();
+}
+int Engine::threads() const {
+  return impl_->threads;
+}
 
 std::string Engine::Describe() const {
   return "ssd-mobilenetv1 on " + impl_->options.device + ", fp32, " +

@@ -14,7 +14,7 @@ Image Resize(const Image& src, int dst_width, int dst_height);
 struct Letterbox {
   int canvas_width = 0;
   int canvas_height = 0;
-  int content_width = 0;   // size of the resized picture inside the canvas
+  int content_width = 0;  // size of the resized picture inside the canvas
   int content_height = 0;
   // Multiply canvas pixel coordinates by these to get coordinates in the original picture.
   double to_source_x = 1.0;

@@ -24,7 +24,7 @@ at::Tensor ConvLayer::Forward(const at::Tensor& x) const {
   } else {
     // Asymmetric (stride 2 on even sizes): pad explicitly, keep channels-last for oneDNN.
     at::Tensor padded = at::constant_pad_nd(x, {pw.before, pw.after, ph.before, ph.after}, 0)
-                               .contiguous(x.suggest_memory_format());
+                            .contiguous(x.suggest_memory_format());
     const int64_t no_padding[2] = {0, 0};
     y = at::conv2d(padded, weight, bias, strides, no_padding, dilation, groups);
   }

@@ -24,9 +24,8 @@ std::vector<Detection> NonMaxSuppression(std::vector<Detection> candidates, floa
   std::vector<Detection> kept;
   for (const Detection& c : candidates) {
     if (max_keep > 0 && static_cast<int>(kept.size()) >= max_keep) break;
-    const bool suppressed = std::any_of(kept.begin(), kept.end(), [&](const Detection& k) {
-      return IoU(c, k) > iou_threshold;
-    });
+    const bool suppressed = std::any_of(
+        kept.begin(), kept.end(), [&](const Detection& k) { return IoU(c, k) > iou_threshold; });
     if (!suppressed) kept.push_back(c);
   }
   return kept;

@@ -23,9 +23,8 @@ struct ScaleRatio {
 std::vector<ScaleRatio> LayerAnchorShapes(int layer, const float* scales) {
   if (layer == 0) return {{0.1f, 1.0f}, {scales[0], 2.0f}, {scales[0], 0.5f}};
   const float s = scales[layer];
-  return {{s, 1.0f},    {std::sqrt(s * scales[layer + 1]), 1.0f},
-          {s, 2.0f},    {s, 0.5f},
-          {s, 3.0f},    {s, 0.3333f}};
+  return {{s, 1.0f},   {std::sqrt(s * scales[layer + 1]), 1.0f}, {s, 2.0f}, {s, 0.5f}, {s, 3.0f},
+          {s, 0.3333f}};
 }
 
 }  // namespace
@@ -54,8 +53,8 @@ std::vector<AnchorBox> SsdGridAnchors() {
 
 StatusOr<std::vector<AnchorBox>> AnchorsFromRows(std::span<const float> rows, int count) {
   if (rows.size() != static_cast<size_t>(count) * 4) {
-    return InvalidData("anchor tensor holds " + std::to_string(rows.size()) +
-                       " values, expected " + std::to_string(count) + " x 4");
+    return InvalidData("anchor tensor holds " + std::to_string(rows.size()) + " values, expected " +
+                       std::to_string(count) + " x 4");
   }
   std::vector<AnchorBox> out(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {

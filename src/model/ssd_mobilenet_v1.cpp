@@ -26,21 +26,26 @@ class WeightReader {
                          ShapeString(it->second.shape) + ", expected " + ShapeString(shape));
     }
     // Copy out of the loader's storage: the model must own its weights.
-    return at::from_blob(const_cast<float*>(it->second.values.data()), shape, at::kFloat)
-        .clone();
+    return at::from_blob(const_cast<float*>(it->second.values.data()), shape, at::kFloat).clone();
   }
 
  private:
   static std::string ShapeString(const std::vector<int64_t>& s) {
     std::string out = "[";
-    for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
-    return out + "]";
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (i > 0) out += ',';
+      out += std::to_string(s[i]);
+    }
+    out += ']';
+    return out;
   }
   const TfjsWeights& weights_;
 };
 
 // TF conv kernel [kh, kw, in, out] → OIHW.
-at::Tensor ConvKernel(const at::Tensor& tf) { return tf.permute({3, 2, 0, 1}).contiguous(); }
+at::Tensor ConvKernel(const at::Tensor& tf) {
+  return tf.permute({3, 2, 0, 1}).contiguous();
+}
 // TF depthwise kernel [kh, kw, C, 1] → [C, 1, kh, kw].
 at::Tensor DepthwiseKernel(const at::Tensor& tf) {
   return tf.permute({2, 3, 0, 1}).contiguous();
@@ -90,12 +95,12 @@ Status LoadBackbone(const WeightReader& r, std::vector<ConvLayer>& layers) {
   struct Block {
     int in, out, stride;
   };
-  static constexpr Block kBlocks[13] = {{32, 64, 1},    {64, 128, 2},   {128, 128, 1},
-                                        {128, 256, 2},  {256, 256, 1},  {256, 512, 2},
-                                        {512, 512, 1},  {512, 512, 1},  {512, 512, 1},
-                                        {512, 512, 1},  {512, 512, 1},  {512, 1024, 2},
-                                        {1024, 1024, 1}};
-  MOGSERVE_ASSIGN_OR_RETURN(ConvLayer conv0, LoadConv(r, "MobilenetV1/Conv2d_0_pointwise", 3, 3, 32, 2));
+  static constexpr Block kBlocks[13] = {
+      {32, 64, 1},   {64, 128, 2},   {128, 128, 1},  {128, 256, 2}, {256, 256, 1},
+      {256, 512, 2}, {512, 512, 1},  {512, 512, 1},  {512, 512, 1}, {512, 512, 1},
+      {512, 512, 1}, {512, 1024, 2}, {1024, 1024, 1}};
+  MOGSERVE_ASSIGN_OR_RETURN(ConvLayer conv0,
+                            LoadConv(r, "MobilenetV1/Conv2d_0_pointwise", 3, 3, 32, 2));
   layers.push_back(std::move(conv0));
   for (int i = 1; i <= 13; ++i) {
     const Block& b = kBlocks[i - 1];
@@ -119,17 +124,15 @@ Status LoadExtras(const WeightReader& r, std::vector<ConvLayer>& layers) {
   for (int j = 0; j < 8; ++j) {
     const Extra& e = kExtras[j];
     MOGSERVE_ASSIGN_OR_RETURN(
-        ConvLayer c,
-        LoadConv(r, "Prediction/Conv2d_" + std::to_string(j) + "_pointwise", e.k, e.in, e.out,
-                 e.stride));
+        ConvLayer c, LoadConv(r, "Prediction/Conv2d_" + std::to_string(j) + "_pointwise", e.k, e.in,
+                              e.out, e.stride));
     layers.push_back(std::move(c));
   }
   return Status::Ok();
 }
 
 void ToMemoryFormat(std::vector<ConvLayer>& layers, bool channels_last) {
-  const auto format = channels_last ? at::MemoryFormat::ChannelsLast
-                                    : at::MemoryFormat::Contiguous;
+  const auto format = channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
   for (ConvLayer& l : layers) l.weight = l.weight.contiguous(format);
 }
 
@@ -153,10 +156,9 @@ StatusOr<std::unique_ptr<SsdMobilenetV1>> SsdMobilenetV1::Create(const TfjsWeigh
     }
     MOGSERVE_ASSIGN_OR_RETURN(at::Tensor anchors,
                               r.Get("Output/extra_dim", {1, kSsdAnchorCount, 4}));
-    MOGSERVE_ASSIGN_OR_RETURN(
-        net->anchors_,
-        AnchorsFromRows({anchors.data_ptr<float>(), static_cast<size_t>(anchors.numel())},
-                        kSsdAnchorCount));
+    MOGSERVE_ASSIGN_OR_RETURN(net->anchors_, AnchorsFromRows({anchors.data_ptr<float>(),
+                                                              static_cast<size_t>(anchors.numel())},
+                                                             kSsdAnchorCount));
     ToMemoryFormat(net->backbone_, channels_last);
     ToMemoryFormat(net->extras_, channels_last);
     ToMemoryFormat(net->heads_, channels_last);
@@ -170,8 +172,7 @@ SsdRawOutputs SsdMobilenetV1::Forward(const at::Tensor& images) const {
   const int64_t n = images.size(0);
   // NHWC uint8 → float in [-1, 1]; the NCHW permutation of an NHWC tensor is channels-last.
   at::Tensor x = images.to(at::kFloat).mul_(1.0 / 127.5).sub_(1.0).permute({0, 3, 1, 2});
-  x = x.contiguous(channels_last_ ? at::MemoryFormat::ChannelsLast
-                                  : at::MemoryFormat::Contiguous);
+  x = x.contiguous(channels_last_ ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
   std::vector<at::Tensor> features;
   for (size_t i = 0; i < backbone_.size(); ++i) {
     x = backbone_[i].Forward(x);

@@ -47,8 +47,8 @@ StatusOr<EntrySpec> ParseEntry(const json& w) {
     const json& q = w["quantization"];
     e.quant_dtype = q.value("dtype", "");
     if (e.quant_dtype != "uint8" && e.quant_dtype != "uint16") {
-      return Unsupported("tfjs manifest: quantization dtype '" + e.quant_dtype + "' of '" +
-                         e.name + "'");
+      return Unsupported("tfjs manifest: quantization dtype '" + e.quant_dtype + "' of '" + e.name +
+                         "'");
     }
     if (!q.contains("scale") || !q.contains("min")) {
       return InvalidData("tfjs manifest: quantization of '" + e.name + "' lacks scale/min");
@@ -109,9 +109,9 @@ StatusOr<TfjsWeights> ParseManifestAndShards(const std::string& manifest_json,
       MOGSERVE_ASSIGN_OR_RETURN(EntrySpec e, ParseEntry(w));
       const size_t bytes = static_cast<size_t>(Product(e.shape)) * BytesPerElement(e);
       if (offset + bytes > shards.size()) {
-        return InvalidData("tfjs weights: '" + e.name + "' needs bytes [" +
-                           std::to_string(offset) + ", " + std::to_string(offset + bytes) +
-                           ") but the shards hold " + std::to_string(shards.size()) + " bytes");
+        return InvalidData("tfjs weights: '" + e.name + "' needs bytes [" + std::to_string(offset) +
+                           ", " + std::to_string(offset + bytes) + ") but the shards hold " +
+                           std::to_string(shards.size()) + " bytes");
       }
       out[e.name] = Materialize(e, shards.data() + offset);
       offset += bytes;
@@ -147,7 +147,9 @@ StatusOr<std::vector<std::string>> ShardPaths(const std::string& manifest_json) 
 
 }  // namespace
 
-int64_t TfjsTensor::numel() const { return Product(shape); }
+int64_t TfjsTensor::numel() const {
+  return Product(shape);
+}
 
 StatusOr<TfjsWeights> ParseTfjsWeights(const std::string& manifest_json,
                                        std::span<const uint8_t> shards) {
@@ -160,12 +162,12 @@ StatusOr<TfjsWeights> ParseTfjsWeights(const std::string& manifest_json,
 
 StatusOr<TfjsWeights> LoadTfjsWeights(const std::string& dir, const std::string& name) {
   const std::string manifest_path = dir + "/" + name + "-weights_manifest.json";
-  MOGSERVE_ASSIGN_OR_RETURN(std::vector<uint8_t> manifest_bytes,
-                            ReadFileBytes(manifest_path));
+  MOGSERVE_ASSIGN_OR_RETURN(std::vector<uint8_t> manifest_bytes, ReadFileBytes(manifest_path));
   std::string manifest_text(manifest_bytes.begin(), manifest_bytes.end());
   auto shard_names = ShardPaths(manifest_text);
   if (!shard_names.ok()) {
-    return Status(shard_names.status().code(), manifest_path + ": " + shard_names.status().message());
+    return Status(shard_names.status().code(),
+                  manifest_path + ": " + shard_names.status().message());
   }
   std::vector<uint8_t> shards;
   for (const std::string& shard : *shard_names) {

@@ -35,8 +35,8 @@ void RunBatch(engine::Engine& engine, const DetectOptions& detect, std::vector<P
   }
   const auto start = SteadyClock::now();
   StatusOr<engine::BatchOutputs> outputs =
-      canvases.empty() ? StatusOr<engine::BatchOutputs>(engine::BatchOutputs{}) :
-                         engine.Forward(canvases);
+      canvases.empty() ? StatusOr<engine::BatchOutputs>(engine::BatchOutputs{})
+                       : engine.Forward(canvases);
   const double inference_ms = MillisecondsSince(start);
   int index = 0;
   for (Pending& p : batch) {
@@ -56,9 +56,9 @@ void RunBatch(engine::Engine& engine, const DetectOptions& detect, std::vector<P
       r.result.timing.inference_ms = inference_ms;
       r.result.timing.batch_size = static_cast<int>(canvases.size());
       const auto post_start = SteadyClock::now();
-      r.result.faces = model::DecodeSsdDetections(outputs->boxes_of(index),
-                                                  outputs->scores_of(index), engine.anchors(),
-                                                  detect, img.letterbox);
+      r.result.faces =
+          model::DecodeSsdDetections(outputs->boxes_of(index), outputs->scores_of(index),
+                                     engine.anchors(), detect, img.letterbox);
       r.result.timing.postprocess_ms = MillisecondsSince(post_start);
       ++index;
     }

@@ -28,11 +28,11 @@ struct SourceResult {
 };
 
 struct OfflineOptions {
-  int batch_size = 8;          // images per forward pass
-  int decode_threads = 0;      // 0 = one per core
-  int prefetch_batches = 2;    // how many batches the decode pool may run ahead
-  DetectOptions detect;        // thresholds, NMS, max faces
-  image::DecodeOptions decode; // pixel limit
+  int batch_size = 8;           // images per forward pass
+  int decode_threads = 0;       // 0 = one per core
+  int prefetch_batches = 2;     // how many batches the decode pool may run ahead
+  DetectOptions detect;         // thresholds, NMS, max faces
+  image::DecodeOptions decode;  // pixel limit
 };
 
 class OfflineDetector {
