@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "cli/commands.h"
 #include "cli/progress_bar.h"
@@ -66,6 +67,20 @@ std::vector<Input> CollectInputs(const std::vector<std::string>& paths) {
   return inputs;
 }
 
+// DIR/relative with a .jpg extension; inputs that would land on the same file (x.png and x.jpg,
+// or two named files a/x.jpg and b/x.jpg) get "_2", "_3", ... so none overwrites another.
+fs::path AnnotationPath(const std::string& dir, const std::string& relative,
+                        std::set<fs::path>& used) {
+  fs::path target = fs::path(dir) / relative;
+  target.replace_extension(".jpg");
+  const fs::path stem = target.parent_path() / target.stem();
+  for (int n = 2; used.count(target) > 0; ++n) {
+    target = stem.string() + "_" + std::to_string(n) + ".jpg";
+  }
+  used.insert(target);
+  return target;
+}
+
 Status WriteAnnotated(const std::string& path, const DetectResult& result, const fs::path& out) {
   MOGSERVE_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadFileBytes(path));
   MOGSERVE_ASSIGN_OR_RETURN(image::DecodedImage decoded, image::Decode(bytes));
@@ -124,6 +139,7 @@ int RunDetect(const DetectFlags& flags) {
   }
   const bool tty = isatty(STDERR_FILENO) && !flags.quiet;
   ProgressBar bar(static_cast<int64_t>(sources.size()), "img", tty);
+  std::set<fs::path> annotated;  // output files written so far
   int64_t done = 0, failed = 0, faces = 0;
   auto extra = [&] {
     return "faces " + std::to_string(faces) + "  failed " + std::to_string(failed);
@@ -133,16 +149,15 @@ int RunDetect(const DetectFlags& flags) {
     ++done;
     Status status = r.status;
     if (status.ok() && !flags.annotate_dir.empty()) {
-      fs::path target = fs::path(flags.annotate_dir) / relative_of[r.id];
-      target.replace_extension(".jpg");
-      status = WriteAnnotated(r.id, r.result, target);
+      status = WriteAnnotated(r.id, r.result,
+                              AnnotationPath(flags.annotate_dir, relative_of[r.id], annotated));
     }
     if (status.ok()) {
       faces += static_cast<int64_t>(r.result.faces.size());
-      out << ResultToJson(r.id, r.result, flags.timing).dump() << "\n";
+      out << ToJsonLine(ResultToJson(r.id, r.result, flags.timing)) << "\n";
     } else {
       ++failed;
-      out << ErrorToJson(r.id, status).dump() << "\n";
+      out << ToJsonLine(ErrorToJson(r.id, status)) << "\n";
       if (tty) std::cerr << "\r\033[K";
       std::cerr << "error: " << r.id << ": " << status.message() << "\n";
     }

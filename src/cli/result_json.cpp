@@ -40,4 +40,8 @@ nlohmann::json ErrorToJson(const std::string& path, const Status& status) {
           {"error", {{"code", StatusCodeName(status.code())}, {"message", status.message()}}}};
 }
 
+std::string ToJsonLine(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace mogserve::cli

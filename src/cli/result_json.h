@@ -17,4 +17,8 @@ nlohmann::json ResultToJson(const std::string& path, const DetectResult& result,
 // {"path","error":{"code","message"}}
 nlohmann::json ErrorToJson(const std::string& path, const Status& status);
 
+// One compact line of JSON. Bytes that are not UTF-8 (a Linux file name may hold any bytes) are
+// replaced by U+FFFD instead of failing.
+std::string ToJsonLine(const nlohmann::json& j);
+
 }  // namespace mogserve::cli
