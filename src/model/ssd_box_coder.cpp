@@ -80,26 +80,26 @@ std::vector<Detection> DecodeSsdDetections(std::span<const float> box_encodings,
     const float xc = t[1] / 10.0f * wa + (a.xmin + a.xmax) / 2;
     const float h = std::exp(t[2] / 5.0f) * ha;
     const float w = std::exp(t[3] / 5.0f) * wa;
-    Detection d;
-    d.y1 = std::max(0.0f, yc - h / 2);
-    d.x1 = std::max(0.0f, xc - w / 2);
-    d.y2 = std::min(1.0f, yc + h / 2);
-    d.x2 = std::min(1.0f, xc + w / 2);
-    d.score = scores[i];
-    candidates.push_back(d);
+    candidates.push_back({xc - w / 2, yc - h / 2, xc + w / 2, yc + h / 2, scores[i]});
   }
-  std::vector<Detection> faces =
-      NonMaxSuppression(std::move(candidates), options.nms_iou, options.max_faces);
-  // Unit square → canvas pixels → original pixels, then clip: boxes may reach into the padding.
+  // NMS on the unclamped boxes (face-api's order), then clamp to the padded square, map to the
+  // original picture and clip to it. A box that lay entirely in the padding has no area left:
+  // it is dropped before max_faces is applied, so it cannot push out a real face.
+  const std::vector<Detection> kept =
+      NonMaxSuppression(std::move(candidates), options.nms_iou, /*max_keep=*/0);
   const double sx = letterbox.canvas_width * letterbox.to_source_x;
   const double sy = letterbox.canvas_height * letterbox.to_source_y;
   const double max_x = letterbox.content_width * letterbox.to_source_x;
   const double max_y = letterbox.content_height * letterbox.to_source_y;
-  for (Detection& d : faces) {
-    d.x1 = static_cast<float>(std::clamp(d.x1 * sx, 0.0, max_x));
-    d.x2 = static_cast<float>(std::clamp(d.x2 * sx, 0.0, max_x));
-    d.y1 = static_cast<float>(std::clamp(d.y1 * sy, 0.0, max_y));
-    d.y2 = static_cast<float>(std::clamp(d.y2 * sy, 0.0, max_y));
+  auto map = [](float v, double scale, double limit) {
+    return static_cast<float>(std::clamp(std::clamp(v, 0.0f, 1.0f) * scale, 0.0, limit));
+  };
+  std::vector<Detection> faces;
+  for (const Detection& k : kept) {
+    if (options.max_faces > 0 && static_cast<int>(faces.size()) >= options.max_faces) break;
+    const Detection d{map(k.x1, sx, max_x), map(k.y1, sy, max_y), map(k.x2, sx, max_x),
+                      map(k.y2, sy, max_y), k.score};
+    if (d.width() > 0 && d.height() > 0) faces.push_back(d);
   }
   return faces;
 }
