@@ -27,6 +27,7 @@ struct DetectFlags {
   float score_threshold = 0.5f;
   int max_faces = 100;
   int batch_size = 8;
+  int decode_threads = 0;
   int64_t max_pixels = 50'000'000;
   bool timing = false;
   bool quiet = false;
@@ -126,6 +127,7 @@ int RunDetect(const DetectFlags& flags) {
 
   pipeline::OfflineOptions options;
   options.batch_size = flags.batch_size;
+  options.decode_threads = flags.decode_threads;
   options.detect.score_threshold = flags.score_threshold;
   options.detect.max_faces = flags.max_faces;
   options.decode.max_pixels = flags.max_pixels;
@@ -196,6 +198,10 @@ CommandRunner RegisterDetectCommand(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--batch-size", flags->batch_size, "Images per forward pass")
       ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--decode-threads", flags->decode_threads,
+                 "Threads reading and decoding images ahead of the engine (0 = half the cores, at least 1)")
+      ->check(CLI::Range(0, 256))
       ->capture_default_str();
   app.add_option("--max-pixels", flags->max_pixels,
                  "Refuse images with more pixels than this (checked before decoding)")

@@ -77,8 +77,10 @@ OfflineDetector::OfflineDetector(engine::Engine& engine, const OfflineOptions& o
 
 void OfflineDetector::Run(std::vector<ImageSource> sources,
                           const std::function<void(const SourceResult&)>& on_result) {
-  const int threads =
-      options_.decode_threads > 0 ? options_.decode_threads : engine::AvailableCores();
+  // The forward pass already uses every core; more decoders than half the cores only preempt its
+  // OpenMP threads (measured on 2 cores: 200 photos in 8.7 s with 1 decoder, 9.8 s with 2).
+  const int threads = options_.decode_threads > 0 ? options_.decode_threads
+                                                  : std::max(1, engine::AvailableCores() / 2);
   ThreadPool pool(threads, "decode");
   const int canvas_side = engine_.input_size();
   const size_t window = static_cast<size_t>(options_.batch_size) * (options_.prefetch_batches + 1);
