@@ -4,7 +4,6 @@
 #include <turbojpeg.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -49,6 +48,17 @@ uint8_t OverWhite(uint8_t c, uint8_t a) {
 }
 
 // ---- format detection and bad input -------------------------------------------------------
+
+// A header claiming 60000x60000 must be refused by the pixel check on the header's size, before
+// any decoding: the bytes hold far fewer pixels than claimed, so any other outcome (an
+// allocation failure, a "truncated" or "corrupt" error) means the check came too late.
+void ExpectRefusedFromHeader(const std::vector<uint8_t>& bytes) {
+  StatusOr<DecodedImage> decoded = Decode(bytes);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_EQ(decoded.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(decoded.status().message(),
+            "image is 60000x60000 = 3600000000 pixels, limit is 50000000");
+}
 
 TEST(DetectFormatTest, RecognisesMagicNumbers) {
   using namespace std::string_view_literals;
@@ -219,14 +229,7 @@ TEST(JpegDecodeTest, HugeHeaderIsRefusedBeforeAllocating) {
   auto jpeg = EncodeJpeg(Image(16, 16), 75);
   ASSERT_TRUE(jpeg.ok());
   testutil::PatchJpegSize(*jpeg, 60000, 60000);
-  const auto start = std::chrono::steady_clock::now();
-  StatusOr<DecodedImage> decoded = Decode(*jpeg);
-  const auto elapsed = std::chrono::steady_clock::now() - start;
-  ASSERT_FALSE(decoded.ok());
-  EXPECT_EQ(decoded.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_EQ(decoded.status().message(),
-            "image is 60000x60000 = 3600000000 pixels, limit is 50000000");
-  EXPECT_LT(elapsed, std::chrono::milliseconds(200));
+  ExpectRefusedFromHeader(*jpeg);
 }
 
 TEST(JpegDecodeTest, MaxPixelsIsConfigurable) {
@@ -352,14 +355,7 @@ TEST(DecodeTest, MissingEndMarkerOnlyIsAccepted) {
 }
 
 TEST(PngDecodeTest, HugeHeaderIsRefusedBeforeAllocating) {
-  const auto start = std::chrono::steady_clock::now();
-  StatusOr<DecodedImage> decoded = Decode(testutil::BuildPngHeaderOnly(60000, 60000));
-  const auto elapsed = std::chrono::steady_clock::now() - start;
-  ASSERT_FALSE(decoded.ok());
-  EXPECT_EQ(decoded.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_EQ(decoded.status().message(),
-            "image is 60000x60000 = 3600000000 pixels, limit is 50000000");
-  EXPECT_LT(elapsed, std::chrono::milliseconds(200));
+  ExpectRefusedFromHeader(testutil::BuildPngHeaderOnly(60000, 60000));
 }
 
 TEST(PngDecodeTest, ZeroSizedHeaderIsInvalidData) {
