@@ -147,10 +147,6 @@ StatusOr<std::vector<std::string>> ShardPaths(const std::string& manifest_json) 
 
 }  // namespace
 
-int64_t TfjsTensor::numel() const {
-  return Product(shape);
-}
-
 StatusOr<TfjsWeights> ParseTfjsWeights(const std::string& manifest_json,
                                        std::span<const uint8_t> shards) {
   try {

@@ -3,22 +3,19 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "model/host_tensor.h"
 #include "mogserve/status.h"
 
 namespace mogserve::model {
 
-struct TfjsTensor {
-  std::vector<int64_t> shape;  // as stored by TF (conv kernels are [kh, kw, in, out])
-  std::vector<float> values;   // dequantized; int32 tensors hold rounded integers
-  int64_t numel() const;
-};
-
-using TfjsWeights = std::map<std::string, TfjsTensor>;
+// Shapes as stored by TF (conv kernels are [kh, kw, in, out]); values dequantized, int32 tensors
+// rounded to integers.
+using TfjsTensor = HostTensor;
+using TfjsWeights = HostTensorMap;
 
 // Parses a manifest (the JSON text) whose shards are given in manifest order, already read and
 // concatenated into `shards`. Tensors are laid out back to back with no alignment; uint8
