@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/file_util.h"
+#include "model/element_type.h"
 
 namespace mogserve::model {
 namespace {
@@ -18,67 +19,11 @@ constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 
 struct Entry {
   std::string name;
-  std::string dtype;
+  std::string dtype;  // as written in the file, for messages
+  ElementType type = ElementType::kF32;
   std::vector<int64_t> shape;
   uint64_t begin = 0, end = 0;
 };
-
-int DtypeBytes(const std::string& dtype) {
-  if (dtype == "F64" || dtype == "I64") return 8;
-  if (dtype == "F32" || dtype == "I32") return 4;
-  if (dtype == "F16" || dtype == "BF16" || dtype == "I16") return 2;
-  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL") return 1;
-  return 0;
-}
-
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  const uint32_t exponent = (h >> 10) & 0x1f;
-  uint32_t mantissa = h & 0x3ff;
-  uint32_t bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000u | (mantissa << 13);  // inf / NaN
-  } else if (exponent != 0) {
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {
-    bits = sign;  // ±0
-  } else {
-    // Subnormal half: normalise into a float exponent.
-    int e = -1;
-    do {
-      ++e;
-      mantissa <<= 1;
-    } while ((mantissa & 0x400) == 0);
-    bits = sign | static_cast<uint32_t>(112 - e) << 23 | ((mantissa & 0x3ff) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-template <typename T>
-T Read(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));  // the format is little-endian, as is every host we build for
-  return v;
-}
-
-float ElementToFloat(const std::string& dtype, const uint8_t* p) {
-  if (dtype == "F32") return Read<float>(p);
-  if (dtype == "F16") return HalfToFloat(Read<uint16_t>(p));
-  if (dtype == "BF16") {
-    const uint32_t bits = static_cast<uint32_t>(Read<uint16_t>(p)) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-  }
-  if (dtype == "F64") return static_cast<float>(Read<double>(p));
-  if (dtype == "I64") return static_cast<float>(Read<int64_t>(p));
-  if (dtype == "I32") return static_cast<float>(Read<int32_t>(p));
-  if (dtype == "I16") return static_cast<float>(Read<int16_t>(p));
-  if (dtype == "I8") return static_cast<float>(Read<int8_t>(p));
-  return static_cast<float>(*p);  // U8, BOOL
-}
 
 StatusOr<Entry> ParseEntry(const std::string& name, const json& j) {
   Entry e;
@@ -89,10 +34,12 @@ StatusOr<Entry> ParseEntry(const std::string& name, const json& j) {
   }
   if (!j["dtype"].is_string()) return InvalidData("safetensors: dtype of '" + name + "'");
   e.dtype = j["dtype"].get<std::string>();
-  if (DtypeBytes(e.dtype) == 0) {
+  const std::optional<ElementType> type = ElementTypeFromSafetensorsName(e.dtype);
+  if (!type) {
     return Unsupported("safetensors: tensor '" + name + "' has dtype " + e.dtype +
                        "; supported: F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL");
   }
+  e.type = *type;
   for (const json& d : j["shape"]) {
     if (!d.is_number_unsigned()) return InvalidData("safetensors: bad shape of '" + name + "'");
     e.shape.push_back(d.get<int64_t>());
@@ -116,7 +63,7 @@ Status CheckRange(const Entry& e, uint64_t data_bytes) {
     }
     numel *= static_cast<uint64_t>(d);
   }
-  const uint64_t expected = numel * static_cast<uint64_t>(DtypeBytes(e.dtype));
+  const uint64_t expected = numel * static_cast<uint64_t>(ElementBytes(e.type));
   if (e.end < e.begin || e.end > data_bytes) {
     return InvalidData("safetensors: tensor '" + e.name + "' has data_offsets [" +
                        std::to_string(e.begin) + ", " + std::to_string(e.end) + ") outside the " +
@@ -152,7 +99,8 @@ Status CheckCoverage(std::vector<const Entry*> entries, uint64_t data_bytes) {
 
 StatusOr<HostTensorMap> ParseHeaderAndData(std::span<const uint8_t> bytes) {
   if (bytes.size() < 8) return InvalidData("safetensors: file shorter than its 8-byte header");
-  const uint64_t header_bytes = Read<uint64_t>(bytes.data());
+  uint64_t header_bytes;
+  std::memcpy(&header_bytes, bytes.data(), 8);  // little-endian, as the format says
   if (header_bytes > kMaxHeaderBytes || header_bytes > bytes.size() - 8) {
     return InvalidData("safetensors: header length " + std::to_string(header_bytes) +
                        " exceeds the file (" + std::to_string(bytes.size()) + " bytes)");
@@ -178,10 +126,10 @@ StatusOr<HostTensorMap> ParseHeaderAndData(std::span<const uint8_t> bytes) {
   for (const Entry& e : entries) {
     HostTensor t;
     t.shape = e.shape;
-    const int size = DtypeBytes(e.dtype);
+    const int size = ElementBytes(e.type);
     t.values.resize((e.end - e.begin) / static_cast<uint64_t>(size));
     for (size_t i = 0; i < t.values.size(); ++i) {
-      t.values[i] = ElementToFloat(e.dtype, data.data() + e.begin + i * size);
+      t.values[i] = ElementToFloat(e.type, data.data() + e.begin + i * size);
     }
     out.emplace(e.name, std::move(t));
   }
