@@ -15,20 +15,9 @@ namespace {
 // 0x1950a86a20f9469cfc6c (torch/serialization.py MAGIC_NUMBER).
 constexpr std::array<uint8_t, 14> kLegacyMagic = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
                                                   0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
-constexpr const char kModulePrefix[] = "module.";
 
 bool StartsWith(std::span<const uint8_t> bytes, std::span<const uint8_t> prefix) {
   return bytes.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), bytes.begin());
-}
-
-void StripModulePrefix(HostTensorMap& tensors) {
-  const size_t n = std::strlen(kModulePrefix);
-  for (const auto& [name, tensor] : tensors) {
-    if (name.compare(0, n, kModulePrefix) != 0) return;
-  }
-  HostTensorMap stripped;
-  for (auto& [name, tensor] : tensors) stripped.emplace(name.substr(n), std::move(tensor));
-  tensors = std::move(stripped);
 }
 
 }  // namespace
@@ -82,7 +71,6 @@ StatusOr<HostTensorMap> LoadCheckpoint(const std::string& path) {
   if (!tensors.ok()) {
     return Status(tensors.status().code(), path + ": " + tensors.status().message());
   }
-  StripModulePrefix(*tensors);
   return tensors;
 }
 

@@ -19,9 +19,9 @@ const char* CheckpointFormatName(CheckpointFormat format);
 // 8-byte length followed by '{').
 CheckpointFormat SniffCheckpointFormat(std::span<const uint8_t> bytes);
 
-// Reads any supported checkpoint. When every key starts with "module." (a checkpoint saved
-// from DataParallel) the prefix is removed. Errors are prefixed with the path; a legacy pickle
-// gets kUnsupported with the tools/convert_checkpoint.py command to run.
+// Reads any supported checkpoint, keys as stored (a DataParallel "module." prefix is the
+// network's business: mogface::NormalizeCheckpointKeys). Errors are prefixed with the path; a
+// legacy pickle gets kUnsupported with the tools/convert_checkpoint.py command to run.
 StatusOr<HostTensorMap> LoadCheckpoint(const std::string& path);
 
 }  // namespace mogserve::model
