@@ -19,6 +19,7 @@ DEBIAN_PACKAGES=(
   libtorch-dev libturbojpeg0-dev libpng-dev libwebp-dev zlib1g-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  python3-torch  # the independent MogFace reference (tests/reference) and tools/*.py
 )
 
 say() { printf 'setup: %s\n' "$*" >&2; }
