@@ -10,6 +10,7 @@
 #include "common/file_util.h"
 #include "model/checkpoint_loader.h"
 #include "model/mogface/mogface_net.h"
+#include "model/mogface/mogface_postprocess.h"
 #include "model/mogface/mogface_preprocess.h"
 
 namespace mogserve::model::mogface {
@@ -32,12 +33,14 @@ struct Golden {
   int padded_height = 0, padded_width = 0;  // the network input
   image::Image picture;
   std::vector<float> conf, loc;
+  nlohmann::json meta;  // the sidecar: post-processing options and the reference's detections
 };
 
 Golden ReadGolden(const std::string& stem) {
   Golden g;
   std::ifstream json_file(GoldenPath(stem + ".json"));
-  const nlohmann::json meta = nlohmann::json::parse(json_file);
+  g.meta = nlohmann::json::parse(json_file);
+  const nlohmann::json& meta = g.meta;
   g.height = meta["image"]["height"];
   g.width = meta["image"]["width"];
   g.padded_height = meta["input_shape"][2];
@@ -88,6 +91,31 @@ std::unique_ptr<MogFaceNet> Load(const std::string& file, at::ScalarType dtype) 
   return net.ok() ? std::move(net).value() : nullptr;
 }
 
+MogFacePostOptions PostOptions(const Golden& g) {
+  const nlohmann::json& post = g.meta["postprocess"];
+  MogFacePostOptions options;
+  options.score_threshold = post["score_threshold"];
+  options.top_k = post["top_k"];
+  options.nms_iou = post["nms_iou"];
+  options.max_faces = post["max_detections"];
+  return options;
+}
+
+// The reference's post-processed faces, in order, within the given tolerances.
+void ExpectReferenceFaces(const Golden& g, const std::vector<Detection>& faces, float box_px,
+                          float score) {
+  const nlohmann::json& boxes = g.meta["detections"]["boxes"];
+  const nlohmann::json& scores = g.meta["detections"]["scores"];
+  ASSERT_EQ(faces.size(), boxes.size());
+  ASSERT_GT(faces.size(), 0u);
+  for (size_t i = 0; i < faces.size(); ++i) {
+    EXPECT_NEAR(faces[i].score, scores[i].get<float>(), score) << "face " << i;
+    const float expected[4] = {boxes[i][0], boxes[i][1], boxes[i][2], boxes[i][3]};
+    const float got[4] = {faces[i].x1, faces[i].y1, faces[i].x2, faces[i].y2};
+    for (int k = 0; k < 4; ++k) EXPECT_NEAR(got[k], expected[k], box_px) << "face " << i;
+  }
+}
+
 // FP32 within kFp32Tolerance at an even padded size and an odd unpadded one (the FPN's crop);
 // BF16 within its bounds; prints the measured differences.
 void CheckVariant(const std::string& variant) {
@@ -101,12 +129,58 @@ void CheckVariant(const std::string& variant) {
     const float conf = MaxAbsDiff(a.conf, g.conf), loc = MaxAbsDiff(a.loc, g.loc);
     EXPECT_LE(conf, kFp32Tolerance);
     EXPECT_LE(loc, kFp32Tolerance);
+    // End to end in C++ (network + post-processing): the reference's detections.
+    const std::vector<float> anchors =
+        MogFaceAnchors(g.padded_height, g.padded_width, fp32->variant());
+    const at::Tensor c = a.conf.contiguous(), l = a.loc.contiguous();
+    ExpectReferenceFaces(
+        g,
+        PostprocessMogFace({c.data_ptr<float>(), static_cast<size_t>(c.numel())},
+                           {l.data_ptr<float>(), static_cast<size_t>(l.numel())}, anchors,
+                           g.meta["resize_scale"].get<float>(), PostOptions(g)),
+        /*box_px=*/0.01f, /*score=*/1e-4f);
     const MogFaceOutputs b = RunNet(*bf16, g);
     const float conf16 = MaxAbsDiff(b.conf, g.conf), loc16 = MaxAbsDiff(b.loc, g.loc);
     EXPECT_LE(conf16, kBf16ConfTolerance);
     EXPECT_LE(loc16, kBf16LocTolerance);
     std::printf("%s%s: fp32 max|dconf| %.2e max|dloc| %.2e; bf16 %.2e %.2e\n", variant.c_str(),
                 suffix.c_str(), conf, loc, conf16, loc16);
+  }
+}
+
+// Anchors, decoding, threshold, top-k, +1-area NMS and the cap, on the reference's own conf/loc:
+// the C++ post-processing must keep the same faces in the same order with the same boxes.
+void CheckPostprocess(const std::string& stem, Variant variant) {
+  SCOPED_TRACE(stem);
+  const Golden g = ReadGolden(stem);
+  const std::vector<float> anchors = MogFaceAnchors(g.padded_height, g.padded_width, variant);
+  ASSERT_EQ(anchors.size(), g.conf.size() * 4);
+  const nlohmann::json& post = g.meta["postprocess"];
+  MogFacePostOptions options;
+  options.score_threshold = post["score_threshold"];
+  options.top_k = post["top_k"];
+  options.nms_iou = post["nms_iou"];
+  options.max_faces = post["max_detections"];
+  const std::vector<Detection> faces =
+      PostprocessMogFace(g.conf, g.loc, anchors, g.meta["resize_scale"].get<float>(), options);
+  const nlohmann::json& boxes = g.meta["detections"]["boxes"];
+  const nlohmann::json& scores = g.meta["detections"]["scores"];
+  ASSERT_EQ(faces.size(), boxes.size());
+  ASSERT_GT(faces.size(), 0u);
+  for (size_t i = 0; i < faces.size(); ++i) {
+    EXPECT_FLOAT_EQ(faces[i].score, scores[i].get<float>()) << "face " << i;
+    const float expected[4] = {boxes[i][0], boxes[i][1], boxes[i][2], boxes[i][3]};
+    const float got[4] = {faces[i].x1, faces[i].y1, faces[i].x2, faces[i].y2};
+    for (int k = 0; k < 4; ++k) EXPECT_NEAR(got[k], expected[k], 1e-3f) << "face " << i;
+  }
+}
+
+TEST(MogFaceParity, PostprocessingMatchesTheReference) {
+  for (const auto& [name, variant] :
+       {std::pair{"R101", Variant::kR101}, std::pair{"E", Variant::kE},
+        std::pair{"R50", Variant::kR50}}) {
+    CheckPostprocess(std::string(name) + "_64x96", variant);
+    CheckPostprocess(std::string(name) + "_65x97_nopad", variant);
   }
 }
 
