@@ -22,4 +22,7 @@ struct HostTensor {
 // Tensors by name, in name order.
 using HostTensorMap = std::map<std::string, HostTensor>;
 
+// "[64,3,7,7]", for error messages.
+std::string ShapeString(const std::vector<int64_t>& shape);
+
 }  // namespace mogserve::model

@@ -30,15 +30,6 @@ class WeightReader {
   }
 
  private:
-  static std::string ShapeString(const std::vector<int64_t>& s) {
-    std::string out = "[";
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (i > 0) out += ',';
-      out += std::to_string(s[i]);
-    }
-    out += ']';
-    return out;
-  }
   const TfjsWeights& weights_;
 };
 

@@ -132,16 +132,6 @@ void AddRetinaPredNet(KeyListBuilder& b) {
   for (int i = 0; i < 6; ++i) b.Conv("pred_net.pred_loc." + std::to_string(i), 4, 256, 3, true);
 }
 
-std::string ShapeString(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i > 0) out += ',';
-    out += std::to_string(s[i]);
-  }
-  out += ']';
-  return out;
-}
-
 // "a, b, c (and 7 more)".
 std::string CappedList(const std::vector<std::string>& items) {
   constexpr size_t kMaxListed = 10;
