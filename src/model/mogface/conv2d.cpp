@@ -1,30 +1,14 @@
 #include "model/mogface/conv2d.h"
 
+#include "model/conv_layer.h"
+
 namespace mogserve::model::mogface {
-namespace {
-
-// As in model/conv_layer.cpp: at::conv2d's backend choice in LibTorch 1.13 sends small-batch
-// 1x1 convolutions to a slow reference path when one intra-op thread is set; for CPU
-// channels-last FP32/BF16 input, oneDNN directly is never slower and keeps channels-last.
-bool UseOneDnnDirectly(const at::Tensor& x) {
-  return x.device().is_cpu() && x.is_contiguous(at::MemoryFormat::ChannelsLast) &&
-         (x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16);
-}
-
-}  // namespace
-
 at::Tensor Conv2d::Forward(const at::Tensor& x) const {
   const int64_t strides[2] = {stride, stride};
   const int64_t paddings[2] = {padding, padding};
   const int64_t dilations[2] = {dilation, dilation};
-  if (channels_last) {
-    const at::Tensor in = x.contiguous(at::MemoryFormat::ChannelsLast);
-    if (UseOneDnnDirectly(in)) {
-      return at::mkldnn_convolution(in, weight, bias, paddings, strides, dilations, 1);
-    }
-    return at::conv2d(in, weight, bias, strides, paddings, dilations, 1);
-  }
-  return at::conv2d(x, weight, bias, strides, paddings, dilations, 1);
+  const at::Tensor in = channels_last ? x.contiguous(at::MemoryFormat::ChannelsLast) : x;
+  return Convolve(in, weight, bias, strides, paddings, dilations, 1);
 }
 
 Size2 Conv2d::OutSize(Size2 in) const {

@@ -4,20 +4,12 @@
 #include <cmath>
 #include <numeric>
 
+#include "model/nms.h"
+
 namespace mogserve::model::mogface {
 namespace {
 
 constexpr int kLevels = 6;
-
-// IoU of inclusive-corner boxes: widths and heights count both end pixels (+1).
-float IoUPlusOne(const Detection& a, const Detection& b) {
-  const float iw = std::max(std::min(a.x2, b.x2) - std::max(a.x1, b.x1) + 1.0f, 0.0f);
-  const float ih = std::max(std::min(a.y2, b.y2) - std::max(a.y1, b.y1) + 1.0f, 0.0f);
-  const float inter = iw * ih;
-  const float area_a = (a.x2 - a.x1 + 1.0f) * (a.y2 - a.y1 + 1.0f);
-  const float area_b = (b.x2 - b.x1 + 1.0f) * (b.y2 - b.y1 + 1.0f);
-  return inter / (area_a + area_b - inter);
-}
 
 Detection Decode(const float* delta, const float* anchor, float score) {
   const float cx = anchor[0] + delta[0] * anchor[2];
@@ -73,17 +65,8 @@ std::vector<Detection> PostprocessMogFace(std::span<const float> conf, std::span
     d.y2 /= resize_scale;
     boxes.push_back(d);
   }
-  std::vector<Detection> kept;
-  std::vector<bool> removed(boxes.size(), false);
-  for (size_t i = 0; i < boxes.size(); ++i) {
-    if (removed[i]) continue;
-    if (options.max_faces > 0 && static_cast<int>(kept.size()) >= options.max_faces) break;
-    kept.push_back(boxes[i]);
-    for (size_t j = i + 1; j < boxes.size(); ++j) {
-      if (!removed[j] && IoUPlusOne(boxes[i], boxes[j]) > options.nms_iou) removed[j] = true;
-    }
-  }
-  return kept;
+  // Already in stable score order, so NMS's own stable sort keeps it.
+  return NonMaxSuppression(std::move(boxes), options.nms_iou, options.max_faces, &IoUPlusOne);
 }
 
 }  // namespace mogserve::model::mogface
