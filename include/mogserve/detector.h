@@ -23,6 +23,7 @@ struct DetectOptions {
   float score_threshold = 0.5f;  // keep faces with score > threshold
   int max_faces = 100;           // at most this many, highest scores first
   float nms_iou = 0.5f;          // suppress a face overlapping a better one by more than this
+  int top_k = 0;                 // candidates entering NMS, best first; 0 = all
 };
 
 // Where the time of one image went, in milliseconds.

@@ -1,5 +1,7 @@
-// The engine: a loaded model on a device, running forward passes over batches of canvases.
-// Torch-free header (pimpl), so the layers above never see LibTorch.
+// The engine: a loaded model on a device, running forward passes over batches of canvases and
+// turning one row of the raw outputs into faces. Torch-free header, so the layers above never
+// see LibTorch. `Engine` is an interface: the real engines (SSD-MobileNetV1, MogFace) come from
+// CreateEngine; tests of the pipeline implement it with scripted latencies.
 #pragma once
 
 #include <cstdint>
@@ -8,24 +10,60 @@
 #include <string>
 #include <vector>
 
-#include "model/ssd_box_coder.h"
+#include "image/resize.h"
+#include "mogserve/detector.h"
 #include "mogserve/status.h"
 
 namespace mogserve::engine {
 
+enum class ModelKind { kSsd, kMogFace };
+// "ssd", "mogface".
+const char* ModelKindName(ModelKind kind);
+// "ssd" (also "ssd-mobilenetv1"), "mogface"; InvalidArgument naming the allowed values.
+StatusOr<ModelKind> ParseModelKind(std::string_view name);
+
+enum class Precision { kFp32, kBf16, kFp16 };
+// "fp32", "bf16", "fp16".
+const char* PrecisionName(Precision precision);
+StatusOr<Precision> ParsePrecision(std::string_view name);
+
 struct EngineOptions {
-  std::string model_dir = "models";  // folder holding the model files
-  std::string device = "cpu";        // "cpu" (CUDA comes with MOGSERVE_WITH_CUDA builds)
-  int threads = 0;                   // intra-op threads; 0 = one per core
-  bool channels_last = true;         // NHWC activations: oneDNN's fast path on CPU
+  ModelKind model = ModelKind::kSsd;
+  std::string model_dir = "models";  // SSD: the folder holding the face-api files
+  // MogFace: a checkpoint (.pt/.pth written by torch.save, or .safetensors), or, when
+  // synthetic_weights names a variant ("r101", "e", "r50"), deterministic random weights.
+  std::string weights;
+  std::string synthetic_weights;
+  uint64_t synthetic_seed = 1;
+  Precision precision = Precision::kFp32;  // CPU: fp32, bf16 (MogFace); CUDA builds: fp16 too
+  std::string device = "cpu";              // "cpu" (CUDA comes with MOGSERVE_WITH_CUDA builds)
+  int threads = 0;                         // intra-op threads; 0 = one per core
+  bool channels_last = true;               // NHWC activations: oneDNN's fast path on CPU
   // Cap of the caching CPU allocator (see caching_cpu_allocator.h); 0 disables it.
   int64_t allocator_cache_bytes = int64_t{4} << 30;
 };
 
-// Raw network outputs of one batch, copied off the device.
+// One batch of equal-shaped canvases: RGB bytes, height x width x 3 each, the picture at the
+// top-left and the rest padding.
+struct CanvasBatch {
+  int width = 0;
+  int height = 0;
+  std::vector<const uint8_t*> canvases;
+  // Per canvas, the picture's extent; the engine treats everything right of / below it as
+  // padding (MogFace: zero after normalisation, spec §10.1). Empty = the whole canvas.
+  std::vector<image::Letterbox> geometry;
+  // Rows to run (>= canvases.size()); the extra rows repeat the last canvas and their outputs
+  // are dropped. 0 = canvases.size(). Planned batch sizes keep buffers (and CUDA graphs) reused.
+  int padded_batch_size = 0;
+};
+
+// Raw network outputs of one batch, copied off the device: per anchor a face score and four box
+// numbers, whose meaning is the model's (Engine::Postprocess knows it).
 struct BatchOutputs {
   int batch = 0;
   int anchors = 0;
+  int canvas_width = 0;
+  int canvas_height = 0;
   std::vector<float> box_encodings;  // [batch, anchors, 4]
   std::vector<float> scores;         // [batch, anchors]
 
@@ -38,31 +76,68 @@ struct BatchOutputs {
   }
 };
 
-class Engine {
- public:
-  // Loads and prepares the embedded SSD-MobileNetV1 from options.model_dir. Sets the process's
-  // intra-op thread count. Errors name the missing or malformed file.
-  static StatusOr<std::unique_ptr<Engine>> Create(const EngineOptions& options);
-  ~Engine();
+// What an engine runs, for banners, /v1/models and reports.
+struct EngineInfo {
+  std::string model;      // "ssd-mobilenetv1", "mogface"
+  std::string variant;    // "" (SSD), "r101", "e", "r50"
+  std::string weights;    // the file, "synthetic (seed 1)", or the SSD folder
+  std::string device;     // "cpu"
+  std::string precision;  // "fp32", "bf16", ...
+  bool channels_last = true;
+  int threads = 1;
+  // The model's own input geometry: SSD takes a fixed square (fixed_side); MogFace takes any
+  // size whose sides are multiples of `multiple` (spec §10.1).
+  int fixed_side = 0;
+  int multiple = 1;
 
-  int input_size() const;  // the square canvas side the model takes
-  const std::vector<model::AnchorBox>& anchors() const;
-  int64_t macs_per_image() const;
-  int threads() const;
-  std::string Describe() const;  // "ssd-mobilenetv1 on cpu, fp32, channels-last, 2 threads"
-
-  // One forward pass over canvases.size() images, each input_size x input_size x 3 RGB bytes.
-  // The canvases are copied into a staging buffer that is allocated once and reused. Not
-  // thread-safe: one engine per worker thread.
-  StatusOr<BatchOutputs> Forward(std::span<const uint8_t* const> canvases);
-
- private:
-  struct Impl;
-  explicit Engine(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  // "mogface r101 on cpu, bf16, channels-last, 2 threads"
+  std::string Describe() const;
 };
 
-// Number of CPU cores this process may run on.
-int AvailableCores();
+// The engine's memory (CPU: the caching allocator's counters, process-wide; CUDA: the device's).
+struct MemoryStats {
+  int64_t in_use_bytes = 0;       // held by live tensors now
+  int64_t peak_in_use_bytes = 0;  // most held since the last ResetPeakMemory()
+  int64_t reserved_bytes = 0;     // in use + cached for reuse
+  int64_t capacity_bytes = 0;     // physical RAM (CPU) or device memory (CUDA)
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  virtual const EngineInfo& info() const = 0;
+
+  // The post-processing defaults of the model (SSD: 0.5 / NMS 0.5 / 100 faces; MogFace:
+  // ModelScope's 0.82 / top-k 5000 / NMS 0.4 with +1 areas / 750 faces).
+  virtual DetectOptions default_detect_options() const = 0;
+
+  // Multiply-accumulates of one forward pass over a width x height canvas.
+  virtual int64_t MacsPerImage(int width, int height) const = 0;
+
+  // One forward pass. The canvases are copied into a staging buffer that is allocated once per
+  // shape and reused. Not thread-safe: one instance per worker thread (see NewInstance).
+  virtual StatusOr<BatchOutputs> Forward(const CanvasBatch& batch) = 0;
+
+  // The faces of row `row`: decoded, thresholded, NMS-filtered, mapped through `letterbox` into
+  // original-picture pixels and clipped to the picture. Torch-free and thread-safe (const): it
+  // runs in the post-processing pool.
+  virtual std::vector<Detection> Postprocess(const BatchOutputs& outputs, int row,
+                                             const image::Letterbox& letterbox,
+                                             const DetectOptions& options) const = 0;
+
+  virtual MemoryStats Memory() const = 0;
+  virtual void ResetPeakMemory() = 0;
+
+  // Another instance sharing this one's immutable weights, with its own buffers, for a second
+  // worker thread (`--instances N`).
+  virtual StatusOr<std::unique_ptr<Engine>> NewInstance() const = 0;
+};
+
+// Loads the model options.model names (SSD from options.model_dir; MogFace from
+// options.weights or options.synthetic_weights) and prepares it for options.device and
+// options.precision. Sets the process's intra-op thread count. Errors name the missing or
+// malformed file, the offending checkpoint keys, or the allowed values of a bad option.
+StatusOr<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options);
 
 }  // namespace mogserve::engine

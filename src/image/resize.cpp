@@ -158,6 +158,33 @@ Letterbox FitLetterbox(int source_width, int source_height, int canvas_width, in
   return box;
 }
 
+Letterbox PlaceLetterbox(int source_width, int source_height, int content_width,
+                         int content_height, int canvas_width, int canvas_height) {
+  Letterbox box;
+  box.canvas_width = canvas_width;
+  box.canvas_height = canvas_height;
+  if (source_width <= 0 || source_height <= 0 || canvas_width <= 0 || canvas_height <= 0) {
+    return box;
+  }
+  box.content_width = std::clamp(content_width, 1, canvas_width);
+  box.content_height = std::clamp(content_height, 1, canvas_height);
+  box.to_source_x = static_cast<double>(source_width) / box.content_width;
+  box.to_source_y = static_cast<double>(source_height) / box.content_height;
+  return box;
+}
+
+Image RenderLetterbox(const Image& src, const Letterbox& box) {
+  if (box.canvas_width <= 0 || box.canvas_height <= 0) return Image();
+  Image canvas(box.canvas_width, box.canvas_height);
+  if (src.empty() || box.content_width <= 0 || box.content_height <= 0) return canvas;
+  const Image content = Resize(src, box.content_width, box.content_height);
+  const size_t content_row_bytes = static_cast<size_t>(content.width) * 3;
+  for (int y = 0; y < content.height; ++y) {
+    std::memcpy(canvas.pixel(0, y), content.pixel(0, y), content_row_bytes);
+  }
+  return canvas;
+}
+
 Image LetterboxInto(const Image& src, int canvas_width, int canvas_height, int original_width,
                     int original_height, Letterbox* geometry) {
   // The content size comes from the original picture's aspect ratio when it is known: a
@@ -168,15 +195,7 @@ Image LetterboxInto(const Image& src, int canvas_width, int canvas_height, int o
                       : FitLetterbox(src.width, src.height, canvas_width, canvas_height);
   if (src.empty()) box.content_width = box.content_height = 0;
   if (geometry != nullptr) *geometry = box;
-  if (canvas_width <= 0 || canvas_height <= 0) return Image();
-  Image canvas(canvas_width, canvas_height);
-  if (box.content_width <= 0 || box.content_height <= 0) return canvas;
-  const Image content = Resize(src, box.content_width, box.content_height);
-  const size_t content_row_bytes = static_cast<size_t>(content.width) * 3;
-  for (int y = 0; y < content.height; ++y) {
-    std::memcpy(canvas.pixel(0, y), content.pixel(0, y), content_row_bytes);
-  }
-  return canvas;
+  return RenderLetterbox(src, box);
 }
 
 }  // namespace mogserve::image

@@ -25,6 +25,15 @@ struct Letterbox {
 // aspect ratio. content sizes are round(side * scale), at least 1.
 Letterbox FitLetterbox(int source_width, int source_height, int canvas_width, int canvas_height);
 
+// The geometry for a source scaled to an explicit content size (each side at least 1 and at most
+// the canvas side) inside a canvas: for input policies whose scale is not "fit the canvas".
+Letterbox PlaceLetterbox(int source_width, int source_height, int content_width,
+                         int content_height, int canvas_width, int canvas_height);
+
+// Resizes `src` to box.content_width x box.content_height and places it at the origin of a
+// box.canvas_width x box.canvas_height canvas, zero padding.
+Image RenderLetterbox(const Image& src, const Letterbox& box);
+
 // Resizes `src` to the letterbox's content size and places it at the canvas origin, zero padding.
 // `original_width/height` are the full-resolution size that detections are reported in (they may
 // differ from src when the decoder reduced the image); the returned Letterbox maps canvas pixels

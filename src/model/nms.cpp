@@ -2,20 +2,7 @@
 
 #include <algorithm>
 
-namespace mogserve {
-
-float IoU(const Detection& a, const Detection& b) {
-  const float area_a = a.width() * a.height();
-  const float area_b = b.width() * b.height();
-  if (!(area_a > 0) || !(area_b > 0)) return 0.0f;
-  const float iw = std::min(a.x2, b.x2) - std::max(a.x1, b.x1);
-  const float ih = std::min(a.y2, b.y2) - std::max(a.y1, b.y1);
-  if (iw <= 0 || ih <= 0) return 0.0f;
-  const float inter = iw * ih;
-  return inter / (area_a + area_b - inter);
-}
-
-namespace model {
+namespace mogserve::model {
 
 float IoUPlusOne(const Detection& a, const Detection& b) {
   const float iw = std::max(std::min(a.x2, b.x2) - std::max(a.x1, b.x1) + 1.0f, 0.0f);
@@ -40,5 +27,4 @@ std::vector<Detection> NonMaxSuppression(std::vector<Detection> candidates, floa
   return kept;
 }
 
-}  // namespace model
-}  // namespace mogserve
+}  // namespace mogserve::model

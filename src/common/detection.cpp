@@ -1,0 +1,19 @@
+// Definitions for the plain result types of include/mogserve/detector.h.
+#include <algorithm>
+
+#include "mogserve/detector.h"
+
+namespace mogserve {
+
+float IoU(const Detection& a, const Detection& b) {
+  const float area_a = a.width() * a.height();
+  const float area_b = b.width() * b.height();
+  if (!(area_a > 0) || !(area_b > 0)) return 0.0f;
+  const float iw = std::min(a.x2, b.x2) - std::max(a.x1, b.x1);
+  const float ih = std::min(a.y2, b.y2) - std::max(a.y1, b.y1);
+  if (iw <= 0 || ih <= 0) return 0.0f;
+  const float inter = iw * ih;
+  return inter / (area_a + area_b - inter);
+}
+
+}  // namespace mogserve
