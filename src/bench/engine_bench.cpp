@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "common/cpu_info.h"
 #include "engine/caching_cpu_allocator.h"
 #include "engine/conv_peak.h"
 
@@ -37,7 +38,7 @@ std::vector<std::vector<uint8_t>> NoiseCanvases(int count, int side) {
 }
 
 StatusOr<std::vector<double>> TimeBatch(engine::Engine& engine,
-                                        const std::vector<const uint8_t*>& canvases,
+                                        const engine::CanvasBatch& canvases,
                                         const EngineBenchOptions& options) {
   for (int i = 0; i < 2; ++i) MOGSERVE_RETURN_IF_ERROR(engine.Forward(canvases).status());
   std::vector<double> samples;
@@ -57,17 +58,19 @@ Status RunVariant(const Variant& v, const EngineBenchOptions& options, EngineBen
   engine::EngineOptions eo = options.engine;
   eo.channels_last = v.channels_last;
   if (!v.caching_allocator) eo.allocator_cache_bytes = 0;
-  MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> engine, engine::Engine::Create(eo));
+  MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> engine, engine::CreateEngine(eo));
   if (v.caching_allocator && !engine::CachingCpuAllocatorInstalled()) {
     return Internal("the caching allocator did not install");
   }
   const int max_batch = *std::max_element(options.batch_sizes.begin(), options.batch_sizes.end());
-  const auto canvases = NoiseCanvases(max_batch, engine->input_size());
-  report.macs_per_image = static_cast<double>(engine->macs_per_image());
-  if (&v == &kDefaultVariant) report.engine = engine->Describe();
+  const int side = engine->info().fixed_side;
+  const auto canvases = NoiseCanvases(max_batch, side);
+  report.macs_per_image = static_cast<double>(engine->MacsPerImage(side, side));
+  if (&v == &kDefaultVariant) report.engine = engine->info().Describe();
   for (int batch : options.batch_sizes) {
-    std::vector<const uint8_t*> ptrs;
-    for (int i = 0; i < batch; ++i) ptrs.push_back(canvases[static_cast<size_t>(i)].data());
+    engine::CanvasBatch ptrs;
+    ptrs.width = ptrs.height = side;
+    for (int i = 0; i < batch; ++i) ptrs.canvases.push_back(canvases[static_cast<size_t>(i)].data());
     MOGSERVE_ASSIGN_OR_RETURN(std::vector<double> samples, TimeBatch(*engine, ptrs, options));
     EngineBenchRow row;
     row.variant = v.name;
@@ -113,7 +116,7 @@ std::string DescribeMachine() {
       break;
     }
   }
-  return model + ", " + std::to_string(engine::AvailableCores()) + " cores";
+  return model + ", " + std::to_string(AvailableCores()) + " cores";
 }
 
 StatusOr<EngineBenchReport> RunEngineBench(const EngineBenchOptions& options) {
@@ -122,12 +125,12 @@ StatusOr<EngineBenchReport> RunEngineBench(const EngineBenchOptions& options) {
   report.machine = DescribeMachine();
   // Threads must be set before the peak is measured: load the default engine options first.
   const int threads =
-      options.engine.threads > 0 ? options.engine.threads : engine::AvailableCores();
+      options.engine.threads > 0 ? options.engine.threads : AvailableCores();
   std::fprintf(stderr, "measuring the 3x3 convolution peak (%d threads)...\n", threads);
   {
     engine::EngineOptions probe = options.engine;
     probe.allocator_cache_bytes = 0;
-    MOGSERVE_RETURN_IF_ERROR(engine::Engine::Create(probe).status());  // sets the thread count
+    MOGSERVE_RETURN_IF_ERROR(engine::CreateEngine(probe).status());  // sets the thread count
   }
   const engine::ConvPeak peak = engine::MeasureConv3x3Peak(2.0);
   report.peak_gflops = peak.gflops;

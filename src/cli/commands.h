@@ -3,8 +3,15 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+
+#include "engine/engine.h"
+#include "mogserve/detector.h"
+#include "mogserve/status.h"
+#include "pipeline/shape_buckets.h"
 
 namespace mogserve::cli {
 
@@ -28,11 +35,37 @@ namespace mogserve::cli {
 // build/ next to the sources, as scripts/build.sh makes it).
 std::string ResolveModelDir(const std::string& flag);
 
-// Adds --model-dir and --threads to a subcommand.
+// The model and how it runs: --model, --model-dir, --weights, --synthetic-weights, --seed,
+// --precision, --device, --threads.
 struct EngineFlags {
+  std::string model = "ssd";
   std::string model_dir;
+  std::string weights;
+  std::string synthetic_weights;
+  uint64_t seed = 1;
+  std::string precision = "fp32";
+  std::string device = "cpu";
   int threads = 0;
 };
 void AddEngineFlags(CLI::App& app, EngineFlags& flags);
+// InvalidArgument naming the flag and the allowed values.
+StatusOr<engine::EngineOptions> ToEngineOptions(const EngineFlags& flags);
+
+// How pictures become canvases, and what survives post-processing: --input-policy,
+// --target-size, --score-threshold, --nms-iou, --top-k, --max-faces. Unset values take the
+// model's defaults.
+struct InputFlags {
+  std::string input_policy = "bucket";
+  int target_size = 640;
+  std::optional<float> score_threshold;
+  std::optional<float> nms_iou;
+  std::optional<int> top_k;
+  std::optional<int> max_faces;
+};
+void AddInputFlags(CLI::App& app, InputFlags& flags);
+// SSD takes its fixed square whatever the flags say; MogFace the chosen policy.
+StatusOr<pipeline::ShapeBuckets> ToShapeBuckets(const InputFlags& flags,
+                                                const engine::EngineInfo& info);
+DetectOptions ToDetectOptions(const InputFlags& flags, const DetectOptions& model_defaults);
 
 }  // namespace mogserve::cli

@@ -24,14 +24,13 @@ struct DetectFlags {
   std::vector<std::string> paths;
   std::string output;
   std::string annotate_dir;
-  float score_threshold = 0.5f;
-  int max_faces = 100;
   int batch_size = 8;
   int decode_threads = 0;
   int64_t max_pixels = 50'000'000;
   bool timing = false;
   bool quiet = false;
   EngineFlags engine;
+  InputFlags input;
 };
 
 bool IsImageExtension(const fs::path& p) {
@@ -107,13 +106,20 @@ Status WriteAnnotated(const std::string& path, const DetectResult& result, const
 
 int RunDetect(const DetectFlags& flags) {
   std::vector<Input> inputs = CollectInputs(flags.paths);
-  engine::EngineOptions engine_options;
-  engine_options.model_dir = ResolveModelDir(flags.engine.model_dir);
-  engine_options.threads = flags.engine.threads;
-  auto engine = engine::Engine::Create(engine_options);
+  auto engine_options = ToEngineOptions(flags.engine);
+  if (!engine_options.ok()) {
+    std::cerr << "error: " << engine_options.status().message() << "\n";
+    return kExitUsage;
+  }
+  auto engine = engine::CreateEngine(*engine_options);
   if (!engine.ok()) {
     std::cerr << "error: cannot load the model: " << engine.status().ToString() << "\n";
-    return kExitFatal;
+    return engine.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
+  }
+  auto buckets = ToShapeBuckets(flags.input, (*engine)->info());
+  if (!buckets.ok()) {
+    std::cerr << "error: " << buckets.status().message() << "\n";
+    return kExitUsage;
   }
   std::ofstream file_out;
   if (!flags.output.empty()) {
@@ -128,8 +134,8 @@ int RunDetect(const DetectFlags& flags) {
   pipeline::OfflineOptions options;
   options.batch_size = flags.batch_size;
   options.decode_threads = flags.decode_threads;
-  options.detect.score_threshold = flags.score_threshold;
-  options.detect.max_faces = flags.max_faces;
+  options.buckets = *buckets;
+  options.detect = ToDetectOptions(flags.input, (*engine)->default_detect_options());
   options.decode.max_pixels = flags.max_pixels;
   pipeline::OfflineDetector detector(**engine, options);
 
@@ -190,12 +196,6 @@ CommandRunner RegisterDetectCommand(CLI::App& app) {
   app.add_option("-o,--output", flags->output, "Write JSON lines here instead of stdout");
   app.add_option("--annotate", flags->annotate_dir,
                  "Write each image with its boxes and scores drawn into this folder (JPEG)");
-  app.add_option("--score-threshold", flags->score_threshold, "Keep faces scoring above this")
-      ->check(CLI::Range(0.0f, 1.0f))
-      ->capture_default_str();
-  app.add_option("--max-faces", flags->max_faces, "At most this many faces per image")
-      ->check(CLI::Range(1, 10000))
-      ->capture_default_str();
   app.add_option("--batch-size", flags->batch_size, "Images per forward pass")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
@@ -210,6 +210,7 @@ CommandRunner RegisterDetectCommand(CLI::App& app) {
   app.add_flag("--timing", flags->timing, "Add per-image timings to each JSON line");
   app.add_flag("-q,--quiet", flags->quiet, "No progress bar and no summary on stderr");
   AddEngineFlags(app, flags->engine);
+  AddInputFlags(app, flags->input);
   return [flags] { return RunDetect(*flags); };
 }
 

@@ -11,6 +11,11 @@ namespace {
 // Where scripts/setup.sh puts the embedded SSD-MobileNetV1, under models/.
 constexpr const char* kDefaultModelFolder = "ssd_mobilenetv1";
 
+// Prefixes a parse error with the flag it came from.
+Status FlagError(const std::string& flag, const Status& status) {
+  return Status(status.code(), flag + ": " + status.message());
+}
+
 }  // namespace
 
 std::string ResolveModelDir(const std::string& flag) {
@@ -31,13 +36,98 @@ std::string ResolveModelDir(const std::string& flag) {
 }
 
 void AddEngineFlags(CLI::App& app, EngineFlags& flags) {
+  app.add_option("--model", flags.model,
+                 "ssd (the embedded SSD-MobileNetV1) or mogface (needs --weights or "
+                 "--synthetic-weights)")
+      ->capture_default_str();
   app.add_option("--model-dir", flags.model_dir,
-                 "Folder with the model files (default: $MOGSERVE_MODEL_DIR, else "
+                 "SSD: folder with the model files (default: $MOGSERVE_MODEL_DIR, else "
                  "models/ssd_mobilenetv1 in the working directory or next to the build)");
+  app.add_option("--weights", flags.weights,
+                 "MogFace checkpoint: .pt/.pth written by torch.save (ModelScope's "
+                 "pytorch_model.pt, model_140000.pth) or .safetensors");
+  app.add_option("--synthetic-weights", flags.synthetic_weights,
+                 "MogFace with deterministic random weights of this variant (r101, e, r50): "
+                 "to run or benchmark without a checkpoint");
+  app.add_option("--seed", flags.seed, "Seed of --synthetic-weights")->capture_default_str();
+  app.add_option("--precision", flags.precision,
+                 "fp32, bf16 (MogFace on CPUs with AVX512-BF16; CUDA) or fp16 (CUDA)")
+      ->capture_default_str();
+  app.add_option("--device", flags.device, "cpu (cuda[:N] in CUDA builds)")
+      ->capture_default_str();
   app.add_option("--threads", flags.threads,
                  "Intra-op threads for the forward pass (0 = all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+}
+
+StatusOr<engine::EngineOptions> ToEngineOptions(const EngineFlags& flags) {
+  engine::EngineOptions options;
+  auto model = engine::ParseModelKind(flags.model);
+  if (!model.ok()) return FlagError("--model", model.status());
+  options.model = *model;
+  auto precision = engine::ParsePrecision(flags.precision);
+  if (!precision.ok()) return FlagError("--precision", precision.status());
+  options.precision = *precision;
+  if (options.model == engine::ModelKind::kSsd &&
+      !(flags.weights.empty() && flags.synthetic_weights.empty())) {
+    return InvalidArgument(
+        "--weights and --synthetic-weights are for --model mogface; the SSD model is read "
+        "from --model-dir");
+  }
+  options.model_dir = ResolveModelDir(flags.model_dir);
+  options.weights = flags.weights;
+  options.synthetic_weights = flags.synthetic_weights;
+  options.synthetic_seed = flags.seed;
+  options.device = flags.device;
+  options.threads = flags.threads;
+  return options;
+}
+
+void AddInputFlags(CLI::App& app, InputFlags& flags) {
+  app.add_option("--input-policy", flags.input_policy,
+                 "MogFace: bucket (long side scaled to --target-size, batched by shape) or "
+                 "modelscope (original size, long side > 1500 scaled to 1000, as ModelScope)")
+      ->capture_default_str();
+  app.add_option("--target-size", flags.target_size,
+                 "MogFace bucket policy: the long side, a multiple of 32")
+      ->check(CLI::Range(32, 4096))
+      ->capture_default_str();
+  app.add_option("--score-threshold", flags.score_threshold,
+                 "Keep faces scoring above this (default: the model's, SSD 0.5, MogFace 0.82)")
+      ->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--nms-iou", flags.nms_iou,
+                 "Drop a face overlapping a better one by more than this IoU (default: SSD "
+                 "0.5, MogFace 0.4)")
+      ->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--top-k", flags.top_k,
+                 "Candidates entering NMS (default: SSD all, MogFace 5000)")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--max-faces", flags.max_faces,
+                 "At most this many faces per image (default: SSD 100, MogFace 750)")
+      ->check(CLI::Range(1, 10000));
+}
+
+StatusOr<pipeline::ShapeBuckets> ToShapeBuckets(const InputFlags& flags,
+                                                const engine::EngineInfo& info) {
+  if (info.fixed_side > 0) return pipeline::ShapeBuckets::FixedSquare(info.fixed_side);
+  auto policy = pipeline::ParseInputPolicy(flags.input_policy);
+  if (!policy.ok()) return FlagError("--input-policy", policy.status());
+  if (*policy == pipeline::InputPolicy::kModelScope) {
+    return pipeline::ShapeBuckets::ModelScope(info.multiple);
+  }
+  auto buckets = pipeline::ShapeBuckets::Target(flags.target_size, info.multiple);
+  if (!buckets.ok()) return FlagError("--target-size", buckets.status());
+  return buckets;
+}
+
+DetectOptions ToDetectOptions(const InputFlags& flags, const DetectOptions& model_defaults) {
+  DetectOptions d = model_defaults;
+  if (flags.score_threshold) d.score_threshold = *flags.score_threshold;
+  if (flags.nms_iou) d.nms_iou = *flags.nms_iou;
+  if (flags.top_k) d.top_k = *flags.top_k;
+  if (flags.max_faces) d.max_faces = *flags.max_faces;
+  return d;
 }
 
 }  // namespace mogserve::cli

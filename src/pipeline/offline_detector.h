@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "image/decode.h"
 #include "mogserve/detector.h"
+#include "pipeline/shape_buckets.h"
 
 namespace mogserve::pipeline {
 
@@ -31,6 +32,7 @@ struct OfflineOptions {
   int batch_size = 8;           // images per forward pass
   int decode_threads = 0;       // 0 = one per core
   int prefetch_batches = 2;     // how many batches the decode pool may run ahead
+  ShapeBuckets buckets = ShapeBuckets::FixedSquare(512);  // the model's input policy
   DetectOptions detect;         // thresholds, NMS, max faces
   image::DecodeOptions decode;  // pixel limit
 };

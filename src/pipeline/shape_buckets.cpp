@@ -130,6 +130,12 @@ ShapeBuckets::Placement ShapeBuckets::Place(int width, int height) const {
   return p;
 }
 
+int ShapeBuckets::MinDecodeLongSide() const {
+  // ModelScope keeps pictures up to 1500 px as they are: a DCT-halved one of them would be
+  // under 1000, so only pictures over 2000 px (which it scales to 1000 anyway) get reduced.
+  return policy_ == InputPolicy::kModelScope ? kModelScopeResizedSide : target_;
+}
+
 std::string ShapeBuckets::Describe() const {
   if (policy_ == InputPolicy::kModelScope) {
     return "modelscope (original size, long side > 1500 scaled to 1000, padded to multiples of " +

@@ -51,6 +51,10 @@ class ShapeBuckets {
   // Where a width x height picture goes (both >= 1).
   Placement Place(int width, int height) const;
 
+  // The smallest long side a decoder may reduce a picture to (JPEG DCT scaling) without losing
+  // pixels the canvas needs.
+  int MinDecodeLongSide() const;
+
   // "bucket 640 (640x640, 640x480, 480x640, 640x384, 384x640)", "modelscope (pad to 32)", ...
   std::string Describe() const;
 

@@ -1,0 +1,39 @@
+#include "pipeline/canvas_pool.h"
+
+#include <utility>
+
+namespace mogserve::pipeline {
+
+std::vector<uint8_t> CanvasPool::Acquire(int64_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.acquisitions;
+    auto it = free_.find(bytes);
+    if (it != free_.end() && !it->second.empty()) {
+      std::vector<uint8_t> buffer = std::move(it->second.back());
+      it->second.pop_back();
+      --stats_.free_buffers;
+      stats_.free_bytes -= bytes;
+      return buffer;
+    }
+    ++stats_.allocations;
+  }
+  // Allocated outside the lock: a large canvas takes a while to zero.
+  return std::vector<uint8_t>(static_cast<size_t>(bytes));
+}
+
+void CanvasPool::Release(std::vector<uint8_t> buffer) {
+  if (buffer.empty()) return;
+  const auto bytes = static_cast<int64_t>(buffer.size());
+  std::lock_guard<std::mutex> lock(mu_);
+  free_[bytes].push_back(std::move(buffer));
+  ++stats_.free_buffers;
+  stats_.free_bytes += bytes;
+}
+
+CanvasPool::Stats CanvasPool::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+}  // namespace mogserve::pipeline
