@@ -1,12 +1,12 @@
 #include "bench/engine_bench.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 
+#include "bench/forward_timer.h"
+#include "bench/mogface_bench.h"
 #include "common/cpu_info.h"
 #include "engine/caching_cpu_allocator.h"
 #include "engine/conv_peak.h"
@@ -27,34 +27,8 @@ constexpr Variant kComparedVariants[] = {{"NCHW, system allocator", false, false
                                          {"channels-last, caching allocator", true, true}};
 constexpr const Variant& kDefaultVariant = kComparedVariants[3];
 
-std::vector<std::vector<uint8_t>> NoiseCanvases(int count, int side) {
-  std::mt19937 rng(12345);
-  std::vector<std::vector<uint8_t>> canvases(static_cast<size_t>(count));
-  for (auto& c : canvases) {
-    c.resize(static_cast<size_t>(side) * side * 3);
-    for (auto& v : c) v = static_cast<uint8_t>(rng());
-  }
-  return canvases;
-}
-
-StatusOr<std::vector<double>> TimeBatch(engine::Engine& engine,
-                                        const engine::CanvasBatch& canvases,
-                                        const EngineBenchOptions& options) {
-  for (int i = 0; i < 2; ++i) MOGSERVE_RETURN_IF_ERROR(engine.Forward(canvases).status());
-  std::vector<double> samples;
-  const auto start = std::chrono::steady_clock::now();
-  while (static_cast<int>(samples.size()) < options.min_iterations ||
-         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
-             options.min_seconds) {
-    const auto t0 = std::chrono::steady_clock::now();
-    MOGSERVE_RETURN_IF_ERROR(engine.Forward(canvases).status());
-    samples.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return samples;
-}
-
-Status RunVariant(const Variant& v, const EngineBenchOptions& options, EngineBenchReport& report) {
+Status RunSsdVariant(const Variant& v, const EngineBenchOptions& options,
+                     EngineBenchReport& report) {
   engine::EngineOptions eo = options.engine;
   eo.channels_last = v.channels_last;
   if (!v.caching_allocator) eo.allocator_cache_bytes = 0;
@@ -64,22 +38,24 @@ Status RunVariant(const Variant& v, const EngineBenchOptions& options, EngineBen
   }
   const int max_batch = *std::max_element(options.batch_sizes.begin(), options.batch_sizes.end());
   const int side = engine->info().fixed_side;
-  const auto canvases = NoiseCanvases(max_batch, side);
+  const auto canvases = NoiseCanvases(max_batch, side, side);
   report.macs_per_image = static_cast<double>(engine->MacsPerImage(side, side));
   if (&v == &kDefaultVariant) report.engine = engine->info().Describe();
   for (int batch : options.batch_sizes) {
-    engine::CanvasBatch ptrs;
-    ptrs.width = ptrs.height = side;
-    for (int i = 0; i < batch; ++i) ptrs.canvases.push_back(canvases[static_cast<size_t>(i)].data());
-    MOGSERVE_ASSIGN_OR_RETURN(std::vector<double> samples, TimeBatch(*engine, ptrs, options));
     EngineBenchRow row;
     row.variant = v.name;
+    row.size = side;
+    row.precision = engine->info().precision;
     row.batch = batch;
-    row.batch_latency = Summarize(std::move(samples));
-    row.ms_per_image = row.batch_latency.mean_ms / batch;
-    row.images_per_s = 1000.0 / row.ms_per_image;
-    row.gflops = 2.0 * report.macs_per_image * batch / row.batch_latency.mean_ms / 1e6;
-    row.fraction_of_peak = report.peak_gflops > 0 ? row.gflops / report.peak_gflops : 0;
+    row.macs_per_image = report.macs_per_image;
+    engine->ResetPeakMemory();
+    row.memory_baseline_bytes = engine->Memory().in_use_bytes;
+    MOGSERVE_ASSIGN_OR_RETURN(
+        std::vector<double> samples,
+        TimeForward(*engine, BatchOf(canvases, batch, side, side), options.warmup,
+                    options.min_iterations, options.min_seconds));
+    row.memory_peak_bytes = engine->Memory().peak_in_use_bytes;
+    FillRowRates(std::move(samples), report.peak_gflops, row);
     std::fprintf(stderr, "  %-34s batch %2d: %8.2f ms/batch  %7.2f ms/img  %6.1f GFLOP/s\n", v.name,
                  batch, row.batch_latency.mean_ms, row.ms_per_image, row.gflops);
     report.rows.push_back(row);
@@ -87,7 +63,7 @@ Status RunVariant(const Variant& v, const EngineBenchOptions& options, EngineBen
   return Status::Ok();
 }
 
-void SummarizeDefault(EngineBenchReport& report) {
+void SummarizeSsdDefault(EngineBenchReport& report) {
   double batch1_ms = 0;
   for (const EngineBenchRow& r : report.rows) {
     if (r.variant == kDefaultVariant.name && r.batch == 1) batch1_ms = r.ms_per_image;
@@ -105,48 +81,34 @@ void SummarizeDefault(EngineBenchReport& report) {
   }
 }
 
-}  // namespace
-
-std::string DescribeMachine() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line, model = "unknown CPU";
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      model = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
-  return model + ", " + std::to_string(AvailableCores()) + " cores";
-}
-
-StatusOr<EngineBenchReport> RunEngineBench(const EngineBenchOptions& options) {
-  if (options.batch_sizes.empty()) return InvalidArgument("no batch sizes to measure");
+StatusOr<EngineBenchReport> RunSsdBench(const EngineBenchOptions& options) {
   EngineBenchReport report;
+  report.model = "ssd";
   report.machine = DescribeMachine();
   // Threads must be set before the peak is measured: load the default engine options first.
-  const int threads =
-      options.engine.threads > 0 ? options.engine.threads : AvailableCores();
-  std::fprintf(stderr, "measuring the 3x3 convolution peak (%d threads)...\n", threads);
+  report.threads = options.engine.threads > 0 ? options.engine.threads : AvailableCores();
+  std::fprintf(stderr, "measuring the 3x3 convolution peak (%d threads)...\n", report.threads);
   {
     engine::EngineOptions probe = options.engine;
     probe.allocator_cache_bytes = 0;
     MOGSERVE_RETURN_IF_ERROR(engine::CreateEngine(probe).status());  // sets the thread count
   }
   const engine::ConvPeak peak = engine::MeasureConv3x3Peak(2.0);
+  report.peaks.push_back({"fp32", peak.gflops, peak.batch});
   report.peak_gflops = peak.gflops;
   report.peak_batch = peak.batch;
   std::fprintf(stderr, "  peak %.1f GFLOP/s (batch %d)\n", peak.gflops, peak.batch);
   if (options.compare_variants) {
     for (const Variant& v : kComparedVariants)
-      MOGSERVE_RETURN_IF_ERROR(RunVariant(v, options, report));
+      MOGSERVE_RETURN_IF_ERROR(RunSsdVariant(v, options, report));
   } else {
-    MOGSERVE_RETURN_IF_ERROR(RunVariant(kDefaultVariant, options, report));
+    MOGSERVE_RETURN_IF_ERROR(RunSsdVariant(kDefaultVariant, options, report));
   }
-  SummarizeDefault(report);
+  SummarizeSsdDefault(report);
   return report;
 }
 
-std::string EngineBenchMarkdown(const EngineBenchReport& r) {
+std::string SsdMarkdown(const EngineBenchReport& r) {
   std::string out;
   char buf[512];
   std::snprintf(buf, sizeof(buf),
@@ -175,32 +137,94 @@ std::string EngineBenchMarkdown(const EngineBenchReport& r) {
   return out;
 }
 
+nlohmann::json LatencyJson(const LatencyStats& s) {
+  return {{"iterations", s.count}, {"mean_ms", s.mean_ms}, {"median_ms", s.median_ms},
+          {"min_ms", s.min_ms},    {"max_ms", s.max_ms},   {"stddev_ms", s.stddev_ms}};
+}
+
+nlohmann::json RowJson(const EngineBenchRow& row) {
+  nlohmann::json j = {{"variant", row.variant},
+                      {"size", row.size},
+                      {"precision", row.precision},
+                      {"batch", row.batch}};
+  j.update(LatencyJson(row.batch_latency));
+  j.update({{"macs_per_image", row.macs_per_image},
+            {"ms_per_image", row.ms_per_image},
+            {"images_per_s", row.images_per_s},
+            {"gflops", row.gflops},
+            {"peak_gflops", row.peak_gflops},
+            {"fraction_of_peak", row.fraction_of_peak},
+            {"memory_baseline_bytes", row.memory_baseline_bytes},
+            {"memory_peak_bytes", row.memory_peak_bytes}});
+  if (row.reference.measured) {
+    const ReferenceComparison& ref = row.reference;
+    nlohmann::json rj = LatencyJson(ref.latency);
+    rj.update({{"ms_per_image", ref.ms_per_image},
+               {"speedup", ref.speedup},
+               {"fp32_ms_per_image", ref.fp32_ms_per_image},
+               {"speedup_vs_fp32", ref.speedup_vs_fp32}});
+    j["reference"] = rj;
+  }
+  return j;
+}
+
+}  // namespace
+
+void FillRowRates(std::vector<double> samples_ms, double peak_gflops, EngineBenchRow& row) {
+  row.batch_latency = Summarize(std::move(samples_ms));
+  row.ms_per_image = row.batch_latency.mean_ms / row.batch;
+  row.images_per_s = 1000.0 / row.ms_per_image;
+  row.gflops = 2.0 * row.macs_per_image * row.batch / row.batch_latency.mean_ms / 1e6;
+  row.peak_gflops = peak_gflops;
+  row.fraction_of_peak = peak_gflops > 0 ? row.gflops / peak_gflops : 0;
+}
+
+std::string DescribeMachine() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, model = "unknown CPU";
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  return model + ", " + std::to_string(AvailableCores()) + " cores";
+}
+
+StatusOr<EngineBenchReport> RunEngineBench(const EngineBenchOptions& options) {
+  if (options.batch_sizes.empty()) return InvalidArgument("no batch sizes to measure");
+  if (options.engine.model == engine::ModelKind::kMogFace) return RunMogFaceBench(options);
+  return RunSsdBench(options);
+}
+
+std::string EngineBenchMarkdown(const EngineBenchReport& report) {
+  return report.model == "mogface" ? MogFaceBenchMarkdown(report) : SsdMarkdown(report);
+}
+
 std::string EngineBenchJson(const EngineBenchReport& r) {
   nlohmann::json rows = nlohmann::json::array();
-  for (const EngineBenchRow& row : r.rows) {
-    const LatencyStats& s = row.batch_latency;
-    rows.push_back({{"variant", row.variant},
-                    {"batch", row.batch},
-                    {"iterations", s.count},
-                    {"mean_ms", s.mean_ms},
-                    {"median_ms", s.median_ms},
-                    {"min_ms", s.min_ms},
-                    {"max_ms", s.max_ms},
-                    {"stddev_ms", s.stddev_ms},
-                    {"ms_per_image", row.ms_per_image},
-                    {"images_per_s", row.images_per_s},
-                    {"gflops", row.gflops},
-                    {"fraction_of_peak", row.fraction_of_peak}});
+  for (const EngineBenchRow& row : r.rows) rows.push_back(RowJson(row));
+  nlohmann::json peaks = nlohmann::json::object();
+  for (const PrecisionPeak& p : r.peaks)
+    peaks[p.precision] = {{"gflops", p.gflops}, {"batch", p.batch}};
+  nlohmann::json j = {
+      {"model", r.model},          {"engine", r.engine}, {"machine", r.machine},
+      {"threads", r.threads},      {"peaks", peaks},     {"peak_gflops", r.peak_gflops},
+      {"peak_batch", r.peak_batch}};
+  if (r.model == "mogface") {
+    j.update({{"reference_measured", r.reference_measured},
+              {"reference", r.reference},
+              {"fp32_speedup_min", r.fp32_speedup_min},
+              {"fp32_speedup_max", r.fp32_speedup_max},
+              {"bf16_speedup_vs_fp32_reference_min", r.bf16_speedup_min},
+              {"bf16_speedup_vs_fp32_reference_max", r.bf16_speedup_max}});
+  } else {
+    j.update({{"macs_per_image", r.macs_per_image},
+              {"best_images_per_s", r.best_images_per_s},
+              {"best_batch", r.best_batch},
+              {"worst_per_image_vs_batch1", r.worst_per_image_vs_batch1}});
   }
-  nlohmann::json j = {{"engine", r.engine},
-                      {"machine", r.machine},
-                      {"peak_gflops", r.peak_gflops},
-                      {"peak_batch", r.peak_batch},
-                      {"macs_per_image", r.macs_per_image},
-                      {"best_images_per_s", r.best_images_per_s},
-                      {"best_batch", r.best_batch},
-                      {"worst_per_image_vs_batch1", r.worst_per_image_vs_batch1},
-                      {"rows", rows}};
+  j["rows"] = rows;
   return j.dump(2);
 }
 

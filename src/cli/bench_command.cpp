@@ -8,12 +8,33 @@
 namespace mogserve::cli {
 namespace {
 
+// Per-row defaults where the models differ: SSD rows take ~30 ms, MogFace rows seconds (R101
+// at 640x640, FP32, batch 4: ~40 s per pass on 2 cores).
+struct RowDefaults {
+  std::vector<int> batch_sizes;
+  int warmup;
+  int min_iterations;
+  double min_seconds;
+};
+const RowDefaults kSsdDefaults = {{1, 2, 4, 8, 16}, 2, 10, 2.0};
+const RowDefaults kMogFaceDefaults = {{1, 2, 4}, 1, 2, 0.0};
+
 struct BenchFlags {
   EngineFlags engine;
-  std::vector<int> batch_sizes = {1, 2, 4, 8, 16};
-  int min_iterations = 10;
-  double min_seconds = 2.0;
+  RowDefaults rows = kSsdDefaults;
+  CLI::Option* batch_sizes_option = nullptr;
+  CLI::Option* warmup_option = nullptr;
+  CLI::Option* iterations_option = nullptr;
+  CLI::Option* min_seconds_option = nullptr;
+  CLI::Option* precision_option = nullptr;
   bool default_only = false;
+  // MogFace only.
+  std::vector<int> sizes = {320, 640};
+  std::vector<std::string> precisions;
+  bool reference = false;
+  std::string reference_python;
+  std::string reference_script;
+  CLI::Option* sizes_option = nullptr;
   std::string json_path;
   std::string markdown_path;
 };
@@ -24,15 +45,63 @@ Status WriteFile(const std::string& path, const std::string& text) {
   return f ? Status::Ok() : Internal("cannot write " + path);
 }
 
-int RunEngineBenchCommand(const BenchFlags& flags) {
+// The rows to measure: the model's defaults unless a flag was given.
+void ApplyRowFlags(const BenchFlags& flags, const RowDefaults& defaults,
+                   bench::EngineBenchOptions& options) {
+  options.batch_sizes =
+      flags.batch_sizes_option->count() > 0 ? flags.rows.batch_sizes : defaults.batch_sizes;
+  options.warmup = flags.warmup_option->count() > 0 ? flags.rows.warmup : defaults.warmup;
+  options.min_iterations =
+      flags.iterations_option->count() > 0 ? flags.rows.min_iterations : defaults.min_iterations;
+  options.min_seconds =
+      flags.min_seconds_option->count() > 0 ? flags.rows.min_seconds : defaults.min_seconds;
+}
+
+// --sizes, --precisions (default: --precision if given, else fp32 and bf16) and --reference*.
+Status ApplyMogFaceFlags(const BenchFlags& flags, bench::EngineBenchOptions& options) {
+  options.sizes = flags.sizes;
+  std::vector<std::string> names = flags.precisions;
+  if (names.empty()) {
+    names = flags.precision_option->count() > 0 ? std::vector<std::string>{flags.engine.precision}
+                                                : std::vector<std::string>{"fp32", "bf16"};
+  }
+  options.precisions.clear();
+  for (const std::string& name : names) {
+    auto precision = engine::ParsePrecision(name);
+    if (!precision.ok()) return InvalidArgument("--precisions: " + precision.status().message());
+    options.precisions.push_back(*precision);
+  }
+  options.reference = flags.reference;
+  options.reference_python = flags.reference_python;
+  options.reference_script = flags.reference_script;
+  return Status::Ok();
+}
+
+StatusOr<bench::EngineBenchOptions> ToBenchOptions(const BenchFlags& flags) {
   bench::EngineBenchOptions options;
-  options.engine.model_dir = ResolveModelDir(flags.engine.model_dir);
-  options.engine.threads = flags.engine.threads;
-  options.batch_sizes = flags.batch_sizes;
-  options.min_iterations = flags.min_iterations;
-  options.min_seconds = flags.min_seconds;
+  MOGSERVE_ASSIGN_OR_RETURN(options.engine, ToEngineOptions(flags.engine));
   options.compare_variants = !flags.default_only;
-  auto report = bench::RunEngineBench(options);
+  if (options.engine.model == engine::ModelKind::kMogFace) {
+    ApplyRowFlags(flags, kMogFaceDefaults, options);
+    MOGSERVE_RETURN_IF_ERROR(ApplyMogFaceFlags(flags, options));
+  } else {
+    if (flags.sizes_option->count() > 0 || !flags.precisions.empty() || flags.reference) {
+      return InvalidArgument(
+          "--sizes, --precisions and --reference are for --model mogface (SSD takes a fixed "
+          "512x512 input)");
+    }
+    ApplyRowFlags(flags, kSsdDefaults, options);
+  }
+  return options;
+}
+
+int RunEngineBenchCommand(const BenchFlags& flags) {
+  auto options = ToBenchOptions(flags);
+  if (!options.ok()) {
+    std::cerr << "error: " << options.status().message() << "\n";
+    return kExitUsage;
+  }
+  auto report = bench::RunEngineBench(*options);
   if (!report.ok()) {
     std::cerr << "error: " << report.status().ToString() << "\n";
     return kExitFatal;
@@ -50,26 +119,69 @@ int RunEngineBenchCommand(const BenchFlags& flags) {
   return kExitOk;
 }
 
+void AddRowFlags(CLI::App& engine, BenchFlags& flags) {
+  flags.batch_sizes_option =
+      engine
+          .add_option("--batch-sizes", flags.rows.batch_sizes,
+                      "Batch sizes to measure (default: SSD 1,2,4,8,16; MogFace 1,2,4)")
+          ->delimiter(',')
+          ->check(CLI::Range(1, 256));
+  flags.warmup_option = engine
+                            .add_option("--warmup", flags.rows.warmup,
+                                        "Untimed passes per row (default: SSD 2, MogFace 1)")
+                            ->check(CLI::Range(0, 1000));
+  flags.iterations_option =
+      engine
+          .add_option("--iterations", flags.rows.min_iterations,
+                      "Minimum timed passes per row (default: SSD 10, MogFace 2)")
+          ->check(CLI::Range(1, 100000));
+  flags.min_seconds_option =
+      engine
+          .add_option("--min-seconds", flags.rows.min_seconds,
+                      "Minimum timed seconds per row (default: SSD 2, MogFace 0)")
+          ->check(CLI::Range(0.0, 3600.0));
+}
+
+void AddMogFaceFlags(CLI::App& engine, BenchFlags& flags) {
+  flags.sizes_option = engine
+                           .add_option("--sizes", flags.sizes,
+                                       "MogFace: square input sides to measure, multiples of 32")
+                           ->delimiter(',')
+                           ->check(CLI::Range(32, 4096))
+                           ->capture_default_str();
+  engine
+      .add_option("--precisions", flags.precisions,
+                  "MogFace: precisions to measure (default: --precision if given, else "
+                  "fp32,bf16)")
+      ->delimiter(',');
+  engine.add_flag("--reference", flags.reference,
+                  "MogFace: also time the Python reference (tests/reference/bench_reference.py, "
+                  "PyTorch eager) on the same weights, sizes, batches and threads; the ratio is "
+                  "reported per row");
+  engine.add_option("--reference-python", flags.reference_python,
+                    "Interpreter with PyTorch for --reference (default: "
+                    "$MOGSERVE_REFERENCE_PYTHON, else /usr/bin/python3)");
+  engine.add_option("--reference-script", flags.reference_script,
+                    "bench_reference.py (default: $MOGSERVE_REFERENCE_SCRIPT, else "
+                    "tests/reference/ in the working directory or next to the build)");
+}
+
 }  // namespace
 
 CommandRunner RegisterBenchCommand(CLI::App& app) {
   app.require_subcommand(1);
   auto flags = std::make_shared<BenchFlags>();
   CLI::App* engine = app.add_subcommand(
-      "engine", "Forward-pass latency, images/s and GFLOP/s per batch size, vs the 3x3-conv peak");
+      "engine",
+      "Forward-pass latency, images/s, GFLOP/s vs the 3x3-conv peak and memory per batch size "
+      "(SSD: per engine variant; MogFace: per size and precision, optionally vs the Python "
+      "reference)");
   AddEngineFlags(*engine, flags->engine);
-  engine->add_option("--batch-sizes", flags->batch_sizes, "Batch sizes to measure")
-      ->delimiter(',')
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
-  engine->add_option("--iterations", flags->min_iterations, "Minimum timed passes per row")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  engine->add_option("--min-seconds", flags->min_seconds, "Minimum timed seconds per row")
-      ->check(CLI::Range(0.0, 3600.0))
-      ->capture_default_str();
+  flags->precision_option = engine->get_option("--precision");
+  AddRowFlags(*engine, *flags);
   engine->add_flag("--default-only", flags->default_only,
-                   "Only the default variant (skip NCHW and system-allocator rows)");
+                   "SSD: only the default variant (skip NCHW and system-allocator rows)");
+  AddMogFaceFlags(*engine, *flags);
   engine->add_option("--json", flags->json_path, "Also write the results as JSON here");
   engine->add_option("--markdown", flags->markdown_path, "Also write the Markdown table here");
   return [flags] { return RunEngineBenchCommand(*flags); };

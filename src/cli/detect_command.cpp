@@ -199,8 +199,9 @@ CommandRunner RegisterDetectCommand(CLI::App& app) {
   app.add_option("--batch-size", flags->batch_size, "Images per forward pass")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  app.add_option("--decode-threads", flags->decode_threads,
-                 "Threads reading and decoding images ahead of the engine (0 = half the cores, at least 1)")
+  app.add_option(
+         "--decode-threads", flags->decode_threads,
+         "Threads reading and decoding images ahead of the engine (0 = half the cores, at least 1)")
       ->check(CLI::Range(0, 256))
       ->capture_default_str();
   app.add_option("--max-pixels", flags->max_pixels,

@@ -53,8 +53,7 @@ void AddEngineFlags(CLI::App& app, EngineFlags& flags) {
   app.add_option("--precision", flags.precision,
                  "fp32, bf16 (MogFace on CPUs with AVX512-BF16; CUDA) or fp16 (CUDA)")
       ->capture_default_str();
-  app.add_option("--device", flags.device, "cpu (cuda[:N] in CUDA builds)")
-      ->capture_default_str();
+  app.add_option("--device", flags.device, "cpu (cuda[:N] in CUDA builds)")->capture_default_str();
   app.add_option("--threads", flags.threads,
                  "Intra-op threads for the forward pass (0 = all cores)")
       ->check(CLI::NonNegativeNumber)
@@ -100,8 +99,7 @@ void AddInputFlags(CLI::App& app, InputFlags& flags) {
                  "Drop a face overlapping a better one by more than this IoU (default: SSD "
                  "0.5, MogFace 0.4)")
       ->check(CLI::Range(0.0f, 1.0f));
-  app.add_option("--top-k", flags.top_k,
-                 "Candidates entering NMS (default: SSD all, MogFace 5000)")
+  app.add_option("--top-k", flags.top_k, "Candidates entering NMS (default: SSD all, MogFace 5000)")
       ->check(CLI::Range(1, 1000000));
   app.add_option("--max-faces", flags.max_faces,
                  "At most this many faces per image (default: SSD 100, MogFace 750)")

@@ -5,19 +5,25 @@
 
 #include <chrono>
 
+#include "model/conv_layer.h"
+
 namespace mogserve::engine {
 
-ConvPeak MeasureConv3x3Peak(double seconds) {
+ConvPeak MeasureConv3x3Peak(double seconds, Precision precision) {
   c10::InferenceMode inference_mode;
   constexpr int64_t kChannels = 512, kSide = 32;
+  const at::ScalarType dtype = precision == Precision::kBf16 ? at::kBFloat16 : at::kFloat;
   ConvPeak best;
   for (int64_t batch : {1, 4}) {
-    const at::Tensor x =
-        at::randn({batch, kChannels, kSide, kSide}).contiguous(at::MemoryFormat::ChannelsLast);
-    const at::Tensor w =
-        at::randn({kChannels, kChannels, 3, 3}).contiguous(at::MemoryFormat::ChannelsLast) * 0.01;
+    const at::Tensor x = at::randn({batch, kChannels, kSide, kSide})
+                             .to(dtype)
+                             .contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor w = (at::randn({kChannels, kChannels, 3, 3}) * 0.01)
+                             .to(dtype)
+                             .contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor b = at::zeros({kChannels}, dtype);
     const int64_t stride[2] = {1, 1}, padding[2] = {1, 1}, dilation[2] = {1, 1};
-    auto run = [&] { return at::conv2d(x, w, {}, stride, padding, dilation, 1); };
+    auto run = [&] { return model::Convolve(x, w, b, stride, padding, dilation, 1); };
     run();  // oneDNN creates its primitive on the first call
     const double flops = 2.0 * batch * kChannels * kChannels * 9 * kSide * kSide;
     const auto deadline =

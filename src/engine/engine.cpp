@@ -136,8 +136,8 @@ class SsdEngine final : public EngineBase {
   int64_t MacsPerImage(int, int) const override { return net_->MacsPerImage(); }
 
   StatusOr<BatchOutputs> Forward(const CanvasBatch& batch) override {
-    if (batch.width != model::SsdMobilenetV1::kInputSize ||
-        batch.height != model::SsdMobilenetV1::kInputSize) {
+    if (!batch.canvases.empty() && (batch.width != model::SsdMobilenetV1::kInputSize ||
+                                    batch.height != model::SsdMobilenetV1::kInputSize)) {
       return InvalidArgument("SSD canvases must be 512x512, not " + std::to_string(batch.width) +
                              "x" + std::to_string(batch.height));
     }
@@ -205,6 +205,8 @@ class MogFaceEngine final : public EngineBase {
     post.top_k = options.top_k > 0 ? options.top_k : outputs.anchors;
     post.nms_iou = options.nms_iou;
     post.max_faces = options.max_faces;
+    post.content_width = static_cast<float>(letterbox.content_width);
+    post.content_height = static_cast<float>(letterbox.content_height);
     // NMS with "+1" areas is not scale-invariant, so it runs in original pixels as ModelScope's
     // does: boxes are divided by the content scale before NMS. x and y scales differ only by
     // the rounding of the content size; y gets its exact factor afterwards.
@@ -240,14 +242,12 @@ class MogFaceEngine final : public EngineBase {
                                      1.0f / (57.375f * 255.0f)};
     at::Tensor x = staged_nhwc.permute({0, 3, 1, 2}).to(at::kFloat);  // keeps NHWC strides
     const at::Tensor mean = at::from_blob(const_cast<float*>(kMean), {1, 3, 1, 1}, at::kFloat);
-    const at::Tensor inv_std =
-        at::from_blob(const_cast<float*>(kInvStd), {1, 3, 1, 1}, at::kFloat);
+    const at::Tensor inv_std = at::from_blob(const_cast<float*>(kInvStd), {1, 3, 1, 1}, at::kFloat);
     x.sub_(mean).mul_(inv_std);
     const int64_t rows = x.size(0);
     for (int64_t i = 0; i < rows; ++i) {
       if (batch.geometry.empty()) break;
-      const image::Letterbox& g =
-          batch.geometry[std::min<size_t>(i, batch.geometry.size() - 1)];
+      const image::Letterbox& g = batch.geometry[std::min<size_t>(i, batch.geometry.size() - 1)];
       at::Tensor image = x[i];
       if (g.content_height < batch.height) {
         image.narrow(1, g.content_height, batch.height - g.content_height).zero_();

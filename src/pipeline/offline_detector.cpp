@@ -5,9 +5,9 @@
 #include <future>
 
 #include "common/clock.h"
+#include "common/cpu_info.h"
 #include "common/file_util.h"
 #include "common/thread_pool.h"
-#include "common/cpu_info.h"
 #include "pipeline/prepared_image.h"
 
 namespace mogserve::pipeline {
@@ -81,8 +81,8 @@ void OfflineDetector::Run(std::vector<ImageSource> sources,
                           const std::function<void(const SourceResult&)>& on_result) {
   // The forward pass already uses every core; more decoders than half the cores only preempt its
   // OpenMP threads (measured on 2 cores: 200 photos in 8.7 s with 1 decoder, 9.8 s with 2).
-  const int threads = options_.decode_threads > 0 ? options_.decode_threads
-                                                  : std::max(1, AvailableCores() / 2);
+  const int threads =
+      options_.decode_threads > 0 ? options_.decode_threads : std::max(1, AvailableCores() / 2);
   ThreadPool pool(threads, "decode");
   const size_t window = static_cast<size_t>(options_.batch_size) * (options_.prefetch_batches + 1);
 
@@ -102,8 +102,8 @@ void OfflineDetector::Run(std::vector<ImageSource> sources,
 
   // Results go out in input order, so a batch ends when the next picture needs another bucket.
   std::vector<Pending> batch;
-  int ready = 0;       // prepared images in `batch`
-  int bucket = -1;     // their bucket
+  int ready = 0;    // prepared images in `batch`
+  int bucket = -1;  // their bucket
   while (!in_flight.empty()) {
     Pending p = in_flight.front().get();
     in_flight.pop_front();

@@ -31,7 +31,7 @@ struct ImageInput {
 
 struct PreparedCanvas {
   int bucket = 0;
-  image::Letterbox letterbox;  // canvas pixels -> original pixels
+  image::Letterbox letterbox;   // canvas pixels -> original pixels
   std::vector<uint8_t> canvas;  // the bucket's width x height x 3, from the pool
   int width = 0;                // original picture size after EXIF orientation
   int height = 0;

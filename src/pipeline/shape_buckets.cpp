@@ -47,9 +47,9 @@ ShapeBuckets ShapeBuckets::FixedSquare(int side) {
 StatusOr<ShapeBuckets> ShapeBuckets::Target(int target, int multiple) {
   if (multiple < 1) return InvalidArgument("bucket multiple must be >= 1");
   if (target < multiple || target % multiple != 0 || target > 4096) {
-    return InvalidArgument("target size " + std::to_string(target) +
-                           " must be a multiple of " + std::to_string(multiple) +
-                           " between " + std::to_string(multiple) + " and 4096");
+    return InvalidArgument("target size " + std::to_string(target) + " must be a multiple of " +
+                           std::to_string(multiple) + " between " + std::to_string(multiple) +
+                           " and 4096");
   }
   ShapeBuckets b;
   b.policy_ = InputPolicy::kBucket;

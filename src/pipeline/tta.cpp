@@ -66,7 +66,9 @@ Status ValidateOptions(const TtaOptions& options) {
   return Status::Ok();
 }
 
-int RoundUp(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
+int RoundUp(int value, int multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
 
 // One distinct canvas to run: passes that come out at the same size and mirroring (possible
 // with max_side_px) share it, since the same input gives the same faces.
@@ -158,9 +160,8 @@ Status RunBatch(engine::Engine& engine, const image::Image& picture, int width,
                 std::vector<Detection>* pooled, TtaStats* stats) {
   const image::Letterbox& shape = (*runs)[first].letterbox;
   std::vector<Run*> members;
-  for (size_t i = first; i < runs->size() && members.size() < static_cast<size_t>(
-                                                 options.max_batch_size);
-       ++i) {
+  for (size_t i = first;
+       i < runs->size() && members.size() < static_cast<size_t>(options.max_batch_size); ++i) {
     Run& run = (*runs)[i];
     if (run.done || run.letterbox.canvas_width != shape.canvas_width ||
         run.letterbox.canvas_height != shape.canvas_height) {
@@ -211,7 +212,9 @@ Status RunBatch(engine::Engine& engine, const image::Image& picture, int width,
 }
 
 // numpy's round: halves go to the even neighbour (the default floating-point rounding mode).
-double RoundHalfEven(float v) { return std::nearbyint(static_cast<double>(v)); }
+double RoundHalfEven(float v) {
+  return std::nearbyint(static_cast<double>(v));
+}
 
 struct VoteBox {
   double x1, y1, x2, y2, score;
@@ -245,9 +248,8 @@ Detection MergeGroup(const std::vector<VoteBox>& group) {
   }
   // All-zero scores would make the original divide 0 by 0; the best box is the sane answer.
   if (!(sum.score > 0)) return ToDetection(group[0]);
-  return ToDetection(
-      {sum.x1 / sum.score, sum.y1 / sum.score, sum.x2 / sum.score, sum.y2 / sum.score,
-       group[0].score});
+  return ToDetection({sum.x1 / sum.score, sum.y1 / sum.score, sum.x2 / sum.score,
+                      sum.y2 / sum.score, group[0].score});
 }
 
 }  // namespace
@@ -322,10 +324,9 @@ std::vector<Detection> BoxVote(std::vector<Detection> pooled, float vote_iou, in
   return voted;
 }
 
-StatusOr<std::vector<Detection>> DetectWithTta(engine::Engine& engine,
-                                               const image::Image& picture, int original_width,
-                                               int original_height, const TtaOptions& options,
-                                               TtaStats* stats) {
+StatusOr<std::vector<Detection>> DetectWithTta(engine::Engine& engine, const image::Image& picture,
+                                               int original_width, int original_height,
+                                               const TtaOptions& options, TtaStats* stats) {
   if (picture.empty()) return InvalidArgument("TTA needs a non-empty picture");
   if (engine.info().fixed_side > 0) {
     return FailedPrecondition("TTA needs a model that takes any input size (MogFace); " +

@@ -246,7 +246,7 @@ TimePoint BatchPolicy::HoldUntil(int b, TimePoint latest_by_policy) const {
 
 TimePoint BatchPolicy::ReadyAt(int b, TimePoint now, const EngineState& engines) const {
   const BucketQueue& q = buckets_[b];
-  if (HasFullBatch(b)) return now;
+  if (draining_ || HasFullBatch(b)) return now;
   const TimePoint by_delay = q.OldestArrival() + config_.max_delay;
   if (config_.policy == Policy::kDynamic) {
     const auto& preferred = config_.preferred_batch_sizes;

@@ -90,6 +90,10 @@ class BatchPolicy {
   // Also the way to seed the model from the start-up warm-up measurements.
   void OnBatchCompleted(int bucket, int padded_batch_size, Duration latency);
 
+  // No more admissions will come (the pipeline is draining for shutdown): waiting cannot grow a
+  // batch any more, so every non-empty bucket becomes ready at once, whatever the policy.
+  void SetDraining(bool draining) { draining_ = draining; }
+
   QueueStats Stats() const { return stats_; }
   int64_t size() const { return stats_.total.requests; }
   bool IsQueued(uint64_t id) const { return where_.count(id) > 0; }
@@ -134,6 +138,7 @@ class BatchPolicy {
   std::unordered_map<uint64_t, int> where_;           // queued id -> bucket
   std::unordered_map<std::string, uint64_t> latest_;  // client -> its queued latest_only frame
   uint64_t next_seq_ = 0;
+  bool draining_ = false;
   QueueStats stats_;
 };
 

@@ -1,8 +1,12 @@
-// End-to-end smoke test of `mogserve bench engine`: the run completes and its JSON and Markdown
-// reports are internally consistent. No timing expectations beyond consistency.
+// End-to-end smoke tests of `mogserve bench engine` (SSD, and MogFace against the Python
+// reference): the run completes and its JSON and Markdown reports are internally consistent. No
+// timing expectations beyond consistency.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "e2e_support.h"
 
@@ -53,6 +57,111 @@ TEST(BenchE2E, EngineBenchWritesConsistentJsonAndMarkdown) {
   EXPECT_NE(markdown.find("% of peak"), std::string::npos) << markdown;
   EXPECT_NE(markdown.find("|---|"), std::string::npos) << markdown;
   EXPECT_EQ(r.out, markdown) << "the table is also printed on stdout";
+}
+
+// The MogFace mode's tiny configuration: R50 at 64x64, batch 1, one timed pass per row.
+std::vector<std::string> TinyMogFaceBench(const TempDir& tmp, const std::string& precisions) {
+  return {"bench",
+          "engine",
+          "--model",
+          "mogface",
+          "--synthetic-weights",
+          "r50",
+          "--sizes",
+          "64",
+          "--batch-sizes",
+          "1",
+          "--precisions",
+          precisions,
+          "--warmup",
+          "0",
+          "--iterations",
+          "1",
+          "--min-seconds",
+          "0",
+          "--json",
+          tmp / "bench.json",
+          "--markdown",
+          tmp / "bench.md"};
+}
+
+std::string ReferenceScript() {
+  return (TestDataDir().parent_path() / "reference" / "bench_reference.py").string();
+}
+
+ProcessOptions SlowRun() {
+  ProcessOptions options;
+  options.timeout = std::chrono::seconds(600);  // a loaded 2-core machine
+  return options;
+}
+
+// Every row measured, with positive numbers and the ratio to the reference.
+TEST(BenchE2E, MogFaceBenchComparesWithTheReference) {
+  TempDir tmp;
+  std::vector<std::string> args = TinyMogFaceBench(tmp, "fp32,bf16");
+  args.insert(args.end(), {"--reference", "--reference-script", ReferenceScript()});
+  const ProcessResult r = RunMogserve(args, SlowRun());
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+
+  const nlohmann::json report = nlohmann::json::parse(ReadText(tmp / "bench.json"));
+  SCOPED_TRACE(report.dump(2));
+  EXPECT_EQ(report.at("model"), "mogface");
+  ASSERT_TRUE(report.at("reference_measured").get<bool>()) << report.at("reference");
+  EXPECT_GT(report.at("peaks").at("fp32").at("gflops").get<double>(), 0.0);
+  EXPECT_GT(report.at("peaks").at("bf16").at("gflops").get<double>(), 0.0);
+  EXPECT_GT(report.at("fp32_speedup_min").get<double>(), 0.0);
+  EXPECT_GT(report.at("bf16_speedup_vs_fp32_reference_min").get<double>(), 0.0);
+  std::set<std::string> precisions;
+  for (const nlohmann::json& row : report.at("rows")) {
+    precisions.insert(row.at("precision").get<std::string>());
+    EXPECT_EQ(row.at("size"), 64);
+    EXPECT_EQ(row.at("batch"), 1);
+    EXPECT_EQ(row.at("iterations"), 1);
+    for (const char* key : {"mean_ms", "ms_per_image", "images_per_s", "macs_per_image", "gflops",
+                            "peak_gflops", "fraction_of_peak", "memory_peak_bytes"}) {
+      EXPECT_GT(row.at(key).get<double>(), 0.0) << key;
+    }
+    EXPECT_NEAR(row.at("fraction_of_peak").get<double>(),
+                row.at("gflops").get<double>() / row.at("peak_gflops").get<double>(), 1e-9);
+    EXPECT_EQ(row.at("peak_gflops"),
+              report.at("peaks").at(row.at("precision").get<std::string>()).at("gflops"));
+    const nlohmann::json& ref = row.at("reference");
+    for (const char* key :
+         {"mean_ms", "ms_per_image", "speedup", "fp32_ms_per_image", "speedup_vs_fp32"}) {
+      EXPECT_GT(ref.at(key).get<double>(), 0.0) << key;
+    }
+    EXPECT_NEAR(ref.at("speedup").get<double>(),
+                ref.at("ms_per_image").get<double>() / row.at("ms_per_image").get<double>(), 1e-9);
+  }
+  EXPECT_EQ(precisions, (std::set<std::string>{"fp32", "bf16"}));
+  EXPECT_EQ(report.at("rows").size(), 2u);
+
+  const std::string markdown = ReadText(tmp / "bench.md");
+  EXPECT_NE(markdown.find("| × FP32 ref |"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("Against the eager FP32 reference"), std::string::npos) << markdown;
+  EXPECT_EQ(r.out, markdown) << "the table is also printed on stdout";
+}
+
+// Without a usable interpreter the bench says so and measures the engine anyway.
+TEST(BenchE2E, MogFaceBenchContinuesWithoutTheReference) {
+  TempDir tmp;
+  std::vector<std::string> args = TinyMogFaceBench(tmp, "fp32");
+  args.insert(args.end(), {"--reference", "--reference-python", tmp / "no-such-python"});
+  const ProcessResult r = RunMogserve(args, SlowRun());
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_NE(r.err.find("not measured"), std::string::npos) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(ReadText(tmp / "bench.json"));
+  EXPECT_FALSE(report.at("reference_measured").get<bool>());
+  ASSERT_EQ(report.at("rows").size(), 1u);
+  EXPECT_GT(report["rows"][0].at("gflops").get<double>(), 0.0);
+  EXPECT_FALSE(report["rows"][0].contains("reference"));
+}
+
+TEST(BenchE2E, MogFaceOnlyFlagsAreRefusedForSsd) {
+  const ProcessResult r =
+      RunMogserve({"bench", "engine", "--model-dir", TestModelDir(), "--reference"});
+  EXPECT_EQ(r.exit_code, 2) << r.Describe();
+  EXPECT_NE(r.err.find("--model mogface"), std::string::npos) << r.err;
 }
 
 }  // namespace

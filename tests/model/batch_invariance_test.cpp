@@ -52,7 +52,7 @@ MaxDiff Compare(const BatchOutputs& a, int ia, const BatchOutputs& b, int ib) {
 class BatchInvarianceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto created = Engine::Create(testing_util::TestEngineOptions());
+    auto created = CreateEngine(testing_util::TestEngineOptions());
     if (created.ok()) engine_ = std::move(created).value().release();
   }
   static void TearDownTestSuite() {
@@ -64,8 +64,9 @@ class BatchInvarianceTest : public ::testing::Test {
   // Runs the images with the given indices as one batch.
   static BatchOutputs Run(const std::vector<pipeline::PreparedImage>& images,
                           const std::vector<int>& indices) {
-    std::vector<const uint8_t*> canvases;
-    for (int i : indices) canvases.push_back(images[i].canvas.data.data());
+    CanvasBatch canvases;
+    canvases.width = canvases.height = 512;
+    for (int i : indices) canvases.canvases.push_back(images[i].canvas.data.data());
     auto out = engine_->Forward(canvases);
     EXPECT_TRUE(out.ok()) << out.status().ToString();
     return out.ok() ? std::move(out).value() : BatchOutputs{};
@@ -73,8 +74,7 @@ class BatchInvarianceTest : public ::testing::Test {
 
   static std::vector<Detection> Faces(const BatchOutputs& out, int index,
                                       const image::Letterbox& letterbox) {
-    return model::DecodeSsdDetections(out.boxes_of(index), out.scores_of(index), engine_->anchors(),
-                                      DetectOptions{}, letterbox);
+    return engine_->Postprocess(out, index, letterbox, DetectOptions{});
   }
 
   static Engine* engine_;
@@ -89,7 +89,8 @@ TEST_F(BatchInvarianceTest, BatchCompositionDoesNotChangeResults) {
   const int n = static_cast<int>(names.size());
   std::vector<pipeline::PreparedImage> images;
   for (const std::string& name : names) {
-    auto prepared = pipeline::PrepareImage(ReadBytes(PhotoPath(name)), 512, {});
+    auto prepared = pipeline::PrepareImage(ReadBytes(PhotoPath(name)),
+                                           pipeline::ShapeBuckets::FixedSquare(512), {});
     ASSERT_TRUE(prepared.ok()) << name << ": " << prepared.status().ToString();
     images.push_back(std::move(prepared).value());
   }
@@ -160,7 +161,9 @@ TEST_F(BatchInvarianceTest, LetterboxPaddingActsLikeABlackBorder) {
   ASSERT_EQ(lb_photo.content_height, 341);
   ASSERT_EQ(lb_square.content_height, 512);
 
-  const uint8_t* batch[2] = {canvas_photo.data.data(), canvas_square.data.data()};
+  CanvasBatch batch;
+  batch.width = batch.height = 512;
+  batch.canvases = {canvas_photo.data.data(), canvas_square.data.data()};
   auto out = engine_->Forward(batch);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   const std::vector<Detection> from_photo = Faces(*out, 0, lb_photo);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cpu_info.h"
 #include "engine/caching_cpu_allocator.h"
 #include "model_test_util.h"
 #include "pipeline/prepared_image.h"
@@ -85,7 +86,7 @@ int64_t SpecMacs() {
 void CreateReportsBadOptionsAndMissingFiles() {
   EngineOptions missing;
   missing.model_dir = "/nonexistent/mogserve-models";
-  auto r = Engine::Create(missing);
+  auto r = CreateEngine(missing);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound) << r.status().ToString();
   EXPECT_THAT(
@@ -95,7 +96,7 @@ void CreateReportsBadOptionsAndMissingFiles() {
 
   EngineOptions cuda = ModelOptions();
   cuda.device = "cuda";
-  r = Engine::Create(cuda);
+  r = CreateEngine(cuda);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
   EXPECT_THAT(r.status().message(), HasSubstr("'cuda'"));
@@ -103,7 +104,7 @@ void CreateReportsBadOptionsAndMissingFiles() {
 
   EngineOptions negative = ModelOptions();
   negative.threads = -1;
-  r = Engine::Create(negative);
+  r = CreateEngine(negative);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
 
@@ -114,7 +115,7 @@ void CreateReportsBadOptionsAndMissingFiles() {
   std::ofstream(dir / "ssd_mobilenetv1_model-weights_manifest.json") << "[]";
   EngineOptions empty = ModelOptions();
   empty.model_dir = dir.string();
-  r = Engine::Create(empty);
+  r = CreateEngine(empty);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidData) << r.status().ToString();
   EXPECT_THAT(r.status().message(), HasSubstr("lack tensor 'MobilenetV1/Conv2d_0_pointwise"));
@@ -124,31 +125,31 @@ void CreateReportsBadOptionsAndMissingFiles() {
 void ThreadsMacsAndEmptyBatch() {
   EngineOptions options = ModelOptions();
   options.threads = 3;  // neither the default (0) nor the number of cores here
-  auto created = Engine::Create(options);
+  auto created = CreateEngine(options);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   Engine& engine = **created;
-  EXPECT_EQ(engine.threads(), 3);
+  EXPECT_EQ(engine.info().threads, 3);
   EXPECT_EQ(at::get_num_threads(), 3);
-  EXPECT_THAT(engine.Describe(), HasSubstr("3 threads"));
-  EXPECT_THAT(engine.Describe(), HasSubstr("channels-last"));
-  EXPECT_EQ(engine.input_size(), 512);
-  EXPECT_EQ(engine.anchors().size(), 5118u);
+  EXPECT_THAT(engine.info().Describe(), HasSubstr("3 threads"));
+  EXPECT_THAT(engine.info().Describe(), HasSubstr("channels-last"));
+  EXPECT_EQ(engine.info().fixed_side, 512);
+  EXPECT_EQ(engine.info().model, "ssd-mobilenetv1");
 
   // Spec: 3.14 GMAC for the full model; ours computes 1 of the 3 class outputs per anchor.
-  EXPECT_GT(engine.macs_per_image(), int64_t{2'900'000'000});
-  EXPECT_LT(engine.macs_per_image(), int64_t{3'200'000'000});
-  EXPECT_EQ(engine.macs_per_image(), SpecMacs());
+  EXPECT_GT(engine.MacsPerImage(512, 512), int64_t{2'900'000'000});
+  EXPECT_LT(engine.MacsPerImage(512, 512), int64_t{3'200'000'000});
+  EXPECT_EQ(engine.MacsPerImage(512, 512), SpecMacs());
 
-  auto empty = engine.Forward({});
+  auto empty = engine.Forward(CanvasBatch{});
   ASSERT_FALSE(empty.ok());
   EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(empty.status().message(), HasSubstr("empty"));
 
   // threads = 0 means one per core.
   options.threads = 0;
-  auto all_cores = Engine::Create(options);
+  auto all_cores = CreateEngine(options);
   ASSERT_TRUE(all_cores.ok()) << all_cores.status().ToString();
-  EXPECT_EQ((*all_cores)->threads(), AvailableCores());
+  EXPECT_EQ((*all_cores)->info().threads, AvailableCores());
   EXPECT_EQ(at::get_num_threads(), AvailableCores());
 }
 
@@ -164,13 +165,15 @@ TEST(EngineTest, CreateErrorsThreadsMacsAndEmptyBatch) {
 }
 
 TEST(EngineTest, SteadyStateForwardsAllocateNothingFromTheSystem) {
-  auto created = Engine::Create(ModelOptions());
+  auto created = CreateEngine(ModelOptions());
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   Engine& engine = **created;
   ASSERT_TRUE(CachingCpuAllocatorInstalled());
 
   const std::vector<uint8_t> a = PatternCanvas(1), b(512 * 512 * 3, 128);
-  const uint8_t* batch[2] = {a.data(), b.data()};
+  CanvasBatch batch;
+  batch.width = batch.height = 512;
+  batch.canvases = {a.data(), b.data()};
   for (int warm_up = 0; warm_up < 2; ++warm_up) {
     auto out = engine.Forward(batch);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
@@ -210,17 +213,19 @@ TEST(EngineTest, SteadyStateForwardsAllocateNothingFromTheSystem) {
 TEST(EngineTest, NchwAndChannelsLastAgree) {
   const std::vector<uint8_t> bytes =
       testing_util::ReadBytes(testing_util::PhotoPath("sample1.jpg"));
-  auto prepared = pipeline::PrepareImage(bytes, 512, {});
+  auto prepared = pipeline::PrepareImage(bytes, pipeline::ShapeBuckets::FixedSquare(512), {});
   ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
-  const uint8_t* batch[1] = {prepared->canvas.data.data()};
+  CanvasBatch batch;
+  batch.width = batch.height = 512;
+  batch.canvases = {prepared->canvas.data.data()};
 
   BatchOutputs outputs[2];
   for (bool channels_last : {true, false}) {
     EngineOptions options = ModelOptions();
     options.channels_last = channels_last;
-    auto created = Engine::Create(options);
+    auto created = CreateEngine(options);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
-    EXPECT_THAT((*created)->Describe(), HasSubstr(channels_last ? "channels-last" : "NCHW"));
+    EXPECT_THAT((*created)->info().Describe(), HasSubstr(channels_last ? "channels-last" : "NCHW"));
     auto out = (*created)->Forward(batch);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     outputs[channels_last ? 0 : 1] = std::move(out).value();

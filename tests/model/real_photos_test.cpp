@@ -47,7 +47,7 @@ void ExpectGroundTruthIsUsable() {
 class RealPhotosTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto created = engine::Engine::Create(testing_util::TestEngineOptions());
+    auto created = engine::CreateEngine(testing_util::TestEngineOptions());
     if (!created.ok()) {
       load_error_ = new std::string(created.status().ToString());
       return;

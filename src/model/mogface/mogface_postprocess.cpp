@@ -1,6 +1,7 @@
 #include "model/mogface/mogface_postprocess.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <numeric>
 
@@ -47,8 +48,12 @@ std::vector<Detection> PostprocessMogFace(std::span<const float> conf, std::span
                                           const MogFacePostOptions& options) {
   const size_t count = std::min({conf.size(), loc.size() / 4, anchors.size() / 4});
   std::vector<uint32_t> candidates;
+  const float max_x = options.content_width > 0 ? options.content_width : FLT_MAX;
+  const float max_y = options.content_height > 0 ? options.content_height : FLT_MAX;
   for (size_t i = 0; i < count; ++i) {
-    if (conf[i] > options.score_threshold) candidates.push_back(static_cast<uint32_t>(i));
+    if (conf[i] > options.score_threshold && anchors[4 * i] < max_x && anchors[4 * i + 1] < max_y) {
+      candidates.push_back(static_cast<uint32_t>(i));
+    }
   }
   std::stable_sort(candidates.begin(), candidates.end(),
                    [&](uint32_t a, uint32_t b) { return conf[a] > conf[b]; });

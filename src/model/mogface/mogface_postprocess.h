@@ -21,6 +21,11 @@ struct MogFacePostOptions {
   int top_k = 5000;               // candidates entering NMS, by descending score
   float nms_iou = 0.4f;           // drop a box whose "+1"-area IoU with a kept one is > this
   int max_faces = 750;
+  // The picture's extent in network-input pixels when the input was padded into a larger
+  // bucket: anchors centred in the padding are skipped, so the padding cannot crowd real faces
+  // out of top-k and max_faces. 0 = the whole input is picture (ModelScope: no padding).
+  float content_width = 0;
+  float content_height = 0;
 };
 
 // One image's faces from conf (S sigmoid scores) and loc (S x 4 deltas): decode (cx + dx·w,

@@ -1,0 +1,23 @@
+// The MogFace mode of `mogserve bench engine` (see engine_bench.h), and what it shares with the
+// SSD mode. Internal to bench/.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bench/engine_bench.h"
+
+namespace mogserve::bench {
+
+// For each input size: per precision, a fresh engine (so the memory counters see one model),
+// its precision's conv peak (first time only), and the rows of every batch size; then the
+// Python reference for that size when options.reference (one child process per size).
+StatusOr<EngineBenchReport> RunMogFaceBench(const EngineBenchOptions& options);
+
+std::string MogFaceBenchMarkdown(const EngineBenchReport& report);
+
+// Fills the latency statistics, ms/image, images/s, GFLOP/s and fraction of `peak_gflops` of a
+// row whose batch and macs_per_image are set (defined in engine_bench.cpp).
+void FillRowRates(std::vector<double> samples_ms, double peak_gflops, EngineBenchRow& row);
+
+}  // namespace mogserve::bench
