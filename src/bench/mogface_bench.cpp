@@ -233,8 +233,11 @@ std::string MogFaceBenchMarkdown(const EngineBenchReport& r) {
                   static_cast<double>(row.memory_peak_bytes) / (1 << 20));
     out += buf;
     const ReferenceComparison& ref = row.reference;
-    out += " " + Number(ref.ms_per_image, "%.1f") + " | " + Number(ref.speedup, "%.2f×") + " | " +
-           Number(ref.speedup_vs_fp32, "%.2f×") + " |\n";
+    for (const std::string& cell : {Number(ref.ms_per_image, "%.1f"), Number(ref.speedup, "%.2f×"),
+                                    Number(ref.speedup_vs_fp32, "%.2f×")}) {
+      out.append(" ").append(cell).append(" |");
+    }
+    out += "\n";
   }
   if (r.reference_measured) {
     std::snprintf(buf, sizeof(buf),

@@ -140,11 +140,13 @@ TEST(PipelineTest, ContinuousDispatchesTheMomentTheEngineFrees) {
   h.time.Advance(milliseconds(5));
   h.engine().WaitForCalls(1);
   EXPECT_EQ(h.recorder.batches()[0], Ids({first}));
-  // ...but never while an engine is busy: what arrives meanwhile goes out the moment it frees,
-  // with no time passing at all.
+  // ...but never while an engine is busy: what arrives meanwhile goes out the moment it frees
+  // (having waited through the running batch, it is past max_delay), with no time passing.
   std::vector<uint64_t> waiting;
   for (int i = 0; i < 5; ++i) waiting.push_back(h.Submit(10 + i));
   EXPECT_EQ(h.queued(), 5);
+  h.time.Advance(milliseconds(30));  // the running batch takes 30 ms
+  EXPECT_EQ(h.queued(), 5);          // engine busy: they wait for it, nothing else to do
   const TimePoint freed_at = h.time.Now();
   h.engine().Release();
   h.engine().WaitForCalls(2);
@@ -363,7 +365,7 @@ TEST(PipelineTest, NewerFrameSupersedesTheQueuedOneOfItsStream) {
   const uint64_t f2 = h.Submit(3, Priority::kStream, "cam", Duration::zero(), true);
   const RequestResult r = h.recorder.WaitFor(f1);
   EXPECT_EQ(r.outcome, Outcome::kSuperseded);
-  h.engine().Release();
+  h.Finish(h.engine());
   h.engine().WaitForCalls(2);
   EXPECT_EQ(h.recorder.batches()[1], Ids({other, f2}));
 }
