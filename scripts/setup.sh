@@ -17,8 +17,9 @@ FACE_API_FILES=(
 DEBIAN_PACKAGES=(
   g++ cmake ninja-build pkg-config
   libtorch-dev libturbojpeg0-dev libpng-dev libwebp-dev zlib1g-dev
-  nlohmann-json3-dev libcli11-dev libspdlog-dev
+  nlohmann-json3-dev libcli11-dev libspdlog-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev  # libFuzzer for the request/image parsing fuzz target
   python3-torch  # the independent MogFace reference (tests/reference) and tools/*.py
 )
 

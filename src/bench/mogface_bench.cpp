@@ -23,6 +23,7 @@ struct ReferencePlan {
   bool enabled = false;
   ReferenceBenchOptions options;
   std::optional<ScratchDir> scratch;  // holds the exported synthetic weights
+  std::string weights_label;          // for the report
 };
 
 std::string Upper(std::string s) {
@@ -56,8 +57,11 @@ void PrepareReference(const EngineBenchOptions& options, EngineBenchReport& repo
   const engine::EngineOptions& eo = options.engine;
   if (eo.synthetic_weights.empty()) {
     ro.weights = eo.weights;  // the reference reads .pt/.pth/.safetensors itself
+    plan.weights_label = eo.weights;
   } else {
     plan.scratch.emplace();
+    plan.weights_label = "the engine's synthetic " + eo.synthetic_weights + " weights (seed " +
+                         std::to_string(eo.synthetic_seed) + "), exported as safetensors";
     ro.weights = plan.scratch->path() + "/synthetic.safetensors";
     std::fprintf(stderr, "exporting the synthetic weights for the reference to %s\n",
                  ro.weights.c_str());
@@ -148,7 +152,7 @@ void RunReferenceAt(int size, ReferencePlan& plan, EngineBenchReport& report,
   report.reference_measured = true;
   report.reference = plan.options.script + ", PyTorch " + run->torch_version + " eager, " +
                      run->memory_format + ", " + std::to_string(run->threads) +
-                     " threads; BF16 = " + run->bf16_mode + "; weights " + plan.options.weights;
+                     " threads; BF16 = " + run->bf16_mode + "; weights: " + plan.weights_label;
 }
 
 // Attaches the reference's timings to the rows and summarises the speedups.
@@ -220,17 +224,18 @@ std::string MogFaceBenchMarkdown(const EngineBenchReport& r) {
   out += "  \nReference: " + r.reference + "\n\n";
   out +=
       "| size | precision | batch | mean ms | min | max | ms/image | images/s | GMAC/image | "
-      "GFLOP/s | % of peak | peak MiB | ref ms/image | × ref | × FP32 ref |\n"
-      "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "GFLOP/s | % of peak | model MiB | peak MiB | ref ms/image | × ref | × FP32 ref |\n"
+      "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const EngineBenchRow& row : r.rows) {
     const LatencyStats& s = row.batch_latency;
-    std::snprintf(buf, sizeof(buf),
-                  "| %d | %s | %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.0f%% | %.0f "
-                  "|",
-                  row.size, row.precision.c_str(), row.batch, s.mean_ms, s.min_ms, s.max_ms,
-                  row.ms_per_image, row.images_per_s, row.macs_per_image / 1e9, row.gflops,
-                  100.0 * row.fraction_of_peak,
-                  static_cast<double>(row.memory_peak_bytes) / (1 << 20));
+    std::snprintf(
+        buf, sizeof(buf),
+        "| %d | %s | %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.0f%% | %.0f | "
+        "%.0f |",
+        row.size, row.precision.c_str(), row.batch, s.mean_ms, s.min_ms, s.max_ms, row.ms_per_image,
+        row.images_per_s, row.macs_per_image / 1e9, row.gflops, 100.0 * row.fraction_of_peak,
+        static_cast<double>(row.memory_baseline_bytes) / (1 << 20),
+        static_cast<double>(row.memory_peak_bytes) / (1 << 20));
     out += buf;
     const ReferenceComparison& ref = row.reference;
     for (const std::string& cell : {Number(ref.ms_per_image, "%.1f"), Number(ref.speedup, "%.2f×"),
