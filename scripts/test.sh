@@ -2,7 +2,9 @@
 # Quick start, the tests: set up, build, and run every test.
 #   1. the Release build: every ctest label (unit, model, e2e);
 #   2. an AddressSanitizer + UBSan build of the torch-free unit tests (decoders, EXIF, resize,
-#      drawing: the code that parses untrusted bytes; and the scheduler).
+#      drawing, HTTP request parsing: the code that parses untrusted bytes; and the scheduler);
+#   3. a libFuzzer run (clang, ASan + UBSan) over request parsing and image decoding, seeded
+#      with real and broken images, for MOGSERVE_FUZZ_SECONDS (default 60).
 # Extra arguments go to the first ctest run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,5 +15,21 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SAN_DIR="$ROOT/build-asan"
 cmake -S "$ROOT" -B "$SAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DMOGSERVE_SANITIZE=address,undefined >/dev/null
-cmake --build "$SAN_DIR" -j "${MOGSERVE_JOBS:-2}" --target common_tests image_tests scheduler_tests
+cmake --build "$SAN_DIR" -j "${MOGSERVE_JOBS:-2}" --target common_tests image_tests scheduler_tests server_tests
 (cd "$SAN_DIR" && ctest --output-on-failure -j 2 -L unit)
+
+FUZZ_DIR="$ROOT/build-fuzz"
+CXX=clang++ cmake -S "$ROOT" -B "$FUZZ_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DMOGSERVE_FUZZ=ON -DMOGSERVE_SANITIZE=address,undefined >/dev/null
+cmake --build "$FUZZ_DIR" -j "${MOGSERVE_JOBS:-2}" --target detect_request_fuzzer make_seed_corpus
+rm -rf "$FUZZ_DIR/corpus" "$FUZZ_DIR/fuzz-work" && mkdir -p "$FUZZ_DIR/fuzz-work"
+"$FUZZ_DIR/tests/fuzz/make_seed_corpus" "$ROOT/tests/data/photos" "$FUZZ_DIR/corpus"
+# A crash leaves its input as crash-* in build-fuzz/ and fails the run.
+if ! (cd "$FUZZ_DIR" && ./tests/fuzz/detect_request_fuzzer fuzz-work corpus \
+      -max_total_time="${MOGSERVE_FUZZ_SECONDS:-60}" -max_len=65536 -timeout=10 \
+      -rss_limit_mb=2048 -print_final_stats=1 >fuzz.log 2>&1); then
+  tail -n 80 "$FUZZ_DIR/fuzz.log"
+  echo "test: FAILED: the fuzz target found a crash (log: $FUZZ_DIR/fuzz.log)" >&2
+  exit 1
+fi
+tail -n 6 "$FUZZ_DIR/fuzz.log"

@@ -5,6 +5,7 @@
 // (/usr/bin/python3), which scripts/setup.sh installs; skipped only where it cannot import torch.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstring>
@@ -27,8 +28,15 @@ fs::path SourceDir() {
 
 std::string Quote(const std::string& s) {
   std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out.append("'\\''");
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('\'');
+  return out;
 }
 
 struct CommandResult {
@@ -49,8 +57,9 @@ CommandResult RunCommand(const std::string& command) {
 }
 
 CommandResult RunPython(const fs::path& script, const std::vector<std::string>& args) {
-  std::string command = std::string(kPython) + " " + Quote(script.string());
-  for (const std::string& a : args) command += " " + Quote(a);
+  std::string command = kPython;
+  command.append(" ").append(Quote(script.string()));
+  for (const std::string& a : args) command.append(" ").append(Quote(a));
   return RunCommand(command);
 }
 

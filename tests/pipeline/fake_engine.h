@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -68,6 +69,9 @@ class FakeEngine final : public engine::Engine {
         failure = Internal("fake engine failure in batch " + std::to_string(index));
       }
       latency = latency_per_batch_ + latency_per_image_ * call.rows;
+      const int64_t peak = memory_.in_use_bytes + static_cast<int64_t>(std::max(call.rows, call.padded)) *
+                                                      batch.width * batch.height * bytes_per_pixel_;
+      memory_.peak_in_use_bytes = std::max(memory_.peak_in_use_bytes, peak);
     }
     // Open mode with a manual clock: the batch "takes" its scripted latency.
     if (time_ != nullptr && latency > Duration::zero()) {
@@ -134,6 +138,14 @@ class FakeEngine final : public engine::Engine {
     latency_per_batch_ = per_batch;
     latency_per_image_ = per_image;
   }
+  // Memory: a forward pass of n rows of w x h needs n·w·h·bytes_per_pixel above in_use.
+  void SetMemory(int64_t capacity, int64_t in_use, int64_t bytes_per_pixel) {
+    std::lock_guard<std::mutex> lock(mu_);
+    memory_.capacity_bytes = capacity;
+    memory_.in_use_bytes = in_use;
+    memory_.peak_in_use_bytes = in_use;
+    bytes_per_pixel_ = bytes_per_pixel;
+  }
   std::vector<Call> calls() const {
     std::lock_guard<std::mutex> lock(mu_);
     return calls_;
@@ -151,6 +163,7 @@ class FakeEngine final : public engine::Engine {
   Duration latency_per_batch_{};
   Duration latency_per_image_{};
   engine::MemoryStats memory_;
+  int64_t bytes_per_pixel_ = 0;
 };
 
 // Records batches (with request ids) and results; lets the test wait for a number of results.

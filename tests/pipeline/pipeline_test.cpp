@@ -476,20 +476,20 @@ TEST(PipelineTest, RowsMapBackToTheirRequests) {
 // waves of the same shape allocate no canvas at all.
 TEST(PipelineTest, SteadyStateAllocatesNoCanvasBuffers) {
   Harness h(Config(Policy::kContinuous, 4));
-  h.engine().Open();
-  auto wave = [&](size_t ended_before) {
+  // Each wave holds all its 20 canvases at once (the engine is gated until the wave is queued),
+  // then runs as 5 full batches.
+  auto wave = [&](int w) {
     for (int i = 0; i < 20; ++i) h.Submit(i);
-    h.time.Advance(milliseconds(5));
-    h.recorder.WaitForResults(ended_before + 20);
+    h.engine().Release(5);
+    h.recorder.WaitForResults(20 * (w + 1));
   };
   wave(0);
-  const int64_t warm = h.pipeline->Stats().canvas_allocations;
-  EXPECT_GT(warm, 0);
-  EXPECT_LE(warm, 20);
-  for (int w = 1; w <= 5; ++w) wave(20 * w);
+  EXPECT_EQ(h.pipeline->Stats().canvas_allocations, 20);
+  for (int w = 1; w <= 5; ++w) wave(w);
   const PipelineStats s = h.pipeline->Stats();
-  EXPECT_EQ(s.canvas_allocations, warm);
+  EXPECT_EQ(s.canvas_allocations, 20);
   EXPECT_EQ(s.canvas_acquisitions, 120);
+  EXPECT_EQ(s.batches, 30);
 }
 
 TEST(PipelineTest, StatsAddUp) {

@@ -1,0 +1,146 @@
+#include "pipeline/buffer_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "fake_engine.h"
+
+namespace mogserve::pipeline::testing {
+namespace {
+
+constexpr int64_t kBytesPerPixel = 1000;  // 16x16 canvas: 256 000 bytes per image
+
+struct PlanFixture : ::testing::Test {
+  ManualTimeSource time;
+  FakeEngine engine{/*open=*/true, &time};
+  void SetUp() override { engine.SetLatency(milliseconds(10), milliseconds(5)); }
+};
+
+TEST_F(PlanFixture, LargestBatchFitsTheExplicitBudget) {
+  engine.SetMemory(0, 0, kBytesPerPixel);
+  BufferPlanOptions options;
+  options.budget_bytes = 1'100'000;  // 4 images fit (1 024 000), 8 do not
+  auto plan = BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), options, &time);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->max_batch_size(0), 4);
+  ASSERT_EQ(plan->rows().size(), 4u);  // 1, 2, 4 measured; 8 predicted and skipped
+  EXPECT_TRUE(plan->rows()[2].measured);
+  EXPECT_EQ(plan->rows()[2].peak_bytes, 1'024'000);
+  EXPECT_DOUBLE_EQ(plan->rows()[2].latency_ms, 30.0);  // 10 + 5·4
+  EXPECT_FALSE(plan->rows()[3].measured);
+  EXPECT_FALSE(plan->rows()[3].fits);
+  // The skipped batch was never run: no forward pass of 8 rows.
+  for (const FakeEngine::Call& c : engine.calls()) EXPECT_LE(c.rows, 4);
+  // 1 warm-up + 2 timed passes per measured size.
+  EXPECT_EQ(engine.calls().size(), 9u);
+  EXPECT_EQ(plan->planned_batch_sizes(), std::vector<int>({1, 2, 4}));
+  const std::string table = plan->Describe();
+  EXPECT_NE(table.find("16x16"), std::string::npos) << table;
+  EXPECT_NE(table.find("no (predicted)"), std::string::npos) << table;
+}
+
+TEST_F(PlanFixture, BudgetIsAFractionOfCapacityMinusWhatIsInUse) {
+  engine.SetMemory(10'000'000, 6'000'000, kBytesPerPixel);
+  BufferPlanOptions options;
+  options.memory_fraction = 0.8;  // 8 000 000 - 6 000 000 in use = 2 000 000
+  auto plan = BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), options, &time);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->budget_bytes(), 2'000'000);
+  EXPECT_EQ(plan->max_batch_size(0), 4);  // 8 images: 2 048 000
+}
+
+TEST_F(PlanFixture, NoCapacityMeansNoMemoryLimit) {
+  engine.SetMemory(0, 0, kBytesPerPixel);
+  auto plan = BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), {}, &time);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->budget_bytes(), 0);
+  EXPECT_EQ(plan->max_batch_size(0), 16);
+}
+
+TEST_F(PlanFixture, FeedsTheSchedulerAndSeedsItsLatencyModel) {
+  engine.SetMemory(0, 0, kBytesPerPixel);
+  BufferPlanOptions options;
+  options.budget_bytes = 1'100'000;
+  auto plan = BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), options, &time);
+  ASSERT_TRUE(plan.ok());
+  scheduler::SchedulerConfig config;
+  config.max_batch_size = 16;
+  plan->ApplyTo(&config, /*pad_to_planned=*/true);
+  EXPECT_EQ(config.bucket_max_batch_size, std::vector<int>({4}));
+  EXPECT_EQ(config.planned_batch_sizes, std::vector<int>({1, 2, 4}));
+  config.num_buckets = 1;
+  EXPECT_TRUE(config.Validate().ok());
+  EXPECT_EQ(config.PaddedBatchSize(3), 4);
+
+  const std::vector<LatencySample> seed = plan->latency_samples();
+  ASSERT_EQ(seed.size(), 3u);
+  EXPECT_EQ(seed[0].latency, milliseconds(15));
+  // A pipeline seeded with it refuses a request whose deadline a batch of one cannot meet.
+  PipelineOptions p;
+  p.buckets = ShapeBuckets::FixedSquare(16);
+  p.scheduler = config;
+  p.latency_seed = seed;
+  p.preprocess_threads = 0;
+  p.time = &time;
+  FakeEngine serving(/*open=*/true);
+  auto pipeline = Pipeline::Create({&serving}, p);
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status().ToString();
+  RequestResult result;
+  SubmitRequest r;
+  r.image.decoded = TaggedImage(1);
+  r.timeout = milliseconds(12);
+  (*pipeline)->Submit(std::move(r), [&](RequestResult rr) { result = std::move(rr); });
+  EXPECT_EQ(result.outcome, Outcome::kRejectedDeadline);
+}
+
+TEST_F(PlanFixture, CapsAreClampedToMaxBatchSizeAndPaddingCoversIt) {
+  engine.SetMemory(0, 0, kBytesPerPixel);
+  auto plan = BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), {}, &time);
+  ASSERT_TRUE(plan.ok());
+  scheduler::SchedulerConfig config;
+  config.max_batch_size = 12;
+  plan->ApplyTo(&config, true);
+  EXPECT_EQ(config.bucket_max_batch_size, std::vector<int>({12}));
+  EXPECT_EQ(config.planned_batch_sizes, std::vector<int>({1, 2, 4, 8, 12}));
+  config.num_buckets = 1;
+  EXPECT_TRUE(config.Validate().ok());
+}
+
+TEST_F(PlanFixture, UnmeasuredBucketsAreExtrapolatedByPixels) {
+  engine.SetMemory(0, 0, kBytesPerPixel);
+  auto buckets = ShapeBuckets::Target(64, 32);  // 64x64 only
+  ASSERT_TRUE(buckets.ok());
+  const ShapeBuckets modelscope = ShapeBuckets::ModelScope(32);
+  BufferPlanOptions options;
+  options.budget_bytes = 64 * 64 * kBytesPerPixel * 4;  // four 64x64 images
+  options.buckets = {modelscope.Place(64, 64).bucket};
+  auto plan = BufferPlan::Measure(engine, modelscope, options, &time);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->max_batch_size(modelscope.Place(64, 64).bucket), 4);
+  EXPECT_EQ(plan->max_batch_size(modelscope.Place(128, 64).bucket), 2);   // twice the pixels
+  EXPECT_EQ(plan->max_batch_size(modelscope.Place(32, 32).bucket), 16);   // a quarter
+  EXPECT_EQ(plan->max_batch_size(modelscope.Place(1500, 1500).bucket), 1);  // never below 1
+  for (const FakeEngine::Call& c : engine.calls()) EXPECT_EQ(c.width, 64);  // only one measured
+}
+
+TEST_F(PlanFixture, ForwardErrorsNameTheBucketAndBatch) {
+  engine.FailCall(0);
+  auto plan = BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), {}, &time);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("16x16, batch 1"), std::string::npos)
+      << plan.status().message();
+}
+
+TEST_F(PlanFixture, RejectsBadOptions) {
+  BufferPlanOptions options;
+  options.batch_sizes = {2, 1};
+  EXPECT_FALSE(BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), options, &time).ok());
+  options = {};
+  options.memory_fraction = 1.5;
+  EXPECT_FALSE(BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), options, &time).ok());
+  options = {};
+  options.buckets = {3};
+  EXPECT_FALSE(BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), options, &time).ok());
+}
+
+}  // namespace
+}  // namespace mogserve::pipeline::testing
