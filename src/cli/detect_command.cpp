@@ -9,11 +9,11 @@
 
 #include "cli/commands.h"
 #include "cli/progress_bar.h"
-#include "cli/result_json.h"
 #include "common/file_util.h"
 #include "image/draw.h"
 #include "image/encode.h"
 #include "pipeline/offline_detector.h"
+#include "server/result_json.h"
 
 namespace mogserve::cli {
 namespace {
@@ -162,10 +162,14 @@ int RunDetect(const DetectFlags& flags) {
     }
     if (status.ok()) {
       faces += static_cast<int64_t>(r.result.faces.size());
-      out << ToJsonLine(ResultToJson(r.id, r.result, flags.timing)) << "\n";
+      nlohmann::json line = server::ResultToJson(r.result, flags.timing);
+      line["path"] = r.id;
+      out << server::ToJsonLine(line) << "\n";
     } else {
       ++failed;
-      out << ToJsonLine(ErrorToJson(r.id, status)) << "\n";
+      nlohmann::json line = server::ErrorToJson(status);
+      line["path"] = r.id;
+      out << server::ToJsonLine(line) << "\n";
       if (tty) std::cerr << "\r\033[K";
       std::cerr << "error: " << r.id << ": " << status.message() << "\n";
     }

@@ -105,9 +105,9 @@ struct TtaStats {
 // Needs an engine that takes any canvas size (info().fixed_side == 0), else FailedPrecondition;
 // Forward errors are returned as they are. `stats` (optional) receives what ran. Not
 // thread-safe in `engine` (one caller per Engine instance, like Forward).
-StatusOr<std::vector<Detection>> DetectWithTta(engine::Engine& engine,
-                                               const image::Image& picture, int original_width,
-                                               int original_height, const TtaOptions& options,
+StatusOr<std::vector<Detection>> DetectWithTta(engine::Engine& engine, const image::Image& picture,
+                                               int original_width, int original_height,
+                                               const TtaOptions& options,
                                                TtaStats* stats = nullptr);
 
 }  // namespace mogserve::pipeline

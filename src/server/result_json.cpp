@@ -1,8 +1,8 @@
-#include "cli/result_json.h"
+#include "server/result_json.h"
 
 #include <cmath>
 
-namespace mogserve::cli {
+namespace mogserve::server {
 namespace {
 
 // Rounds to `decimals` places. Dividing by the exact power of ten (rather than multiplying by
@@ -14,15 +14,13 @@ double Round(double v, int decimals) {
 
 }  // namespace
 
-nlohmann::json ResultToJson(const std::string& path, const DetectResult& result,
-                            bool include_timing) {
+nlohmann::json ResultToJson(const DetectResult& result, bool include_timing) {
   nlohmann::json faces = nlohmann::json::array();
   for (const Detection& d : result.faces) {
     faces.push_back({{"box", {Round(d.x1, 2), Round(d.y1, 2), Round(d.x2, 2), Round(d.y2, 2)}},
                      {"score", Round(d.score, 4)}});
   }
-  nlohmann::json j = {
-      {"path", path}, {"width", result.width}, {"height", result.height}, {"faces", faces}};
+  nlohmann::json j = {{"width", result.width}, {"height", result.height}, {"faces", faces}};
   if (include_timing) {
     const DetectTiming& t = result.timing;
     j["timing"] = {{"decode_ms", Round(t.decode_ms, 3)},
@@ -35,13 +33,25 @@ nlohmann::json ResultToJson(const std::string& path, const DetectResult& result,
   return j;
 }
 
-nlohmann::json ErrorToJson(const std::string& path, const Status& status) {
-  return {{"path", path},
-          {"error", {{"code", StatusCodeName(status.code())}, {"message", status.message()}}}};
+nlohmann::json ResultToModelScopeJson(const DetectResult& result) {
+  nlohmann::json scores = nlohmann::json::array(), boxes = nlohmann::json::array();
+  for (const Detection& d : result.faces) {
+    scores.push_back(Round(d.score, 4));
+    boxes.push_back({Round(d.x1, 2), Round(d.y1, 2), Round(d.x2, 2), Round(d.y2, 2)});
+  }
+  return {{"scores", scores}, {"boxes", boxes}, {"keypoints", nullptr}};
+}
+
+nlohmann::json ErrorToJson(const std::string& code, const std::string& message) {
+  return {{"error", {{"code", code}, {"message", message}}}};
+}
+
+nlohmann::json ErrorToJson(const Status& status) {
+  return ErrorToJson(StatusCodeName(status.code()), status.message());
 }
 
 std::string ToJsonLine(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace mogserve::cli
+}  // namespace mogserve::server

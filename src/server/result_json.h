@@ -1,0 +1,27 @@
+// JSON for detection results: the one writer shared by the HTTP API and the CLI (DESIGN.md §5).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "mogserve/detector.h"
+#include "mogserve/status.h"
+
+namespace mogserve::server {
+
+// {"width","height","faces":[{"box":[x1,y1,x2,y2],"score"}]}; coordinates rounded to 0.01 px,
+// scores to 1e-4. With include_timing, adds "timing":{...}.
+nlohmann::json ResultToJson(const DetectResult& result, bool include_timing);
+
+// ModelScope's shape: {"scores":[...],"boxes":[[x1,y1,x2,y2],...],"keypoints":null}.
+nlohmann::json ResultToModelScopeJson(const DetectResult& result);
+
+// {"error":{"code","message"}}; code is the status code's name ("invalid_data", ...).
+nlohmann::json ErrorToJson(const Status& status);
+nlohmann::json ErrorToJson(const std::string& code, const std::string& message);
+
+// One compact line of JSON. Bytes that are not UTF-8 (a Linux file name may hold any bytes) are
+// replaced by U+FFFD instead of failing.
+std::string ToJsonLine(const nlohmann::json& j);
+
+}  // namespace mogserve::server
