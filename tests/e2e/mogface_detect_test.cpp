@@ -3,6 +3,8 @@
 // of every MogFace flag.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "e2e_support.h"
@@ -92,6 +94,51 @@ TEST(MogFaceDetectE2E, ModelScopeAndBucketAgreeWhenNothingIsResized) {
   const std::vector<json> lc = ParseJsonLines(c.out);
   ASSERT_EQ(lc.size(), 1u);
   EXPECT_NE(la[0]["faces"], lc[0]["faces"]);
+}
+
+// Flip test-time augmentation pools the picture and its mirror image, so a mirrored input must
+// give the mirrored faces: the un-flip convention (x' = W - 1 - x, inclusive corners) is right.
+TEST(MogFaceDetectE2E, FlipTtaOfAMirroredPictureGivesMirroredFaces) {
+  TempDir tmp;
+  auto decoded = image::Decode(ReadBytes(PhotoPath("sample3.jpg")));
+  ASSERT_TRUE(decoded.ok());
+  const image::Image picture = image::Resize(decoded->image, 96, 64);
+  image::Image mirror(picture.width, picture.height);
+  for (int y = 0; y < picture.height; ++y) {
+    for (int x = 0; x < picture.width; ++x) {
+      std::copy_n(picture.pixel(picture.width - 1 - x, y), 3, mirror.pixel(x, y));
+    }
+  }
+  const fs::path a = tmp.path() / "a.png", b = tmp.path() / "b.png";
+  WriteBytes(a, *image::EncodePng(picture));
+  WriteBytes(b, *image::EncodePng(mirror));
+  const ProcessResult r = RunMogFace(
+      {a.string(), b.string(), "--tta", "flip", "--score-threshold", "0.3", "--max-faces", "15"});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  const std::vector<json> lines = ParseJsonLines(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  const json& fa = lines[0]["faces"];
+  const json& fb = lines[1]["faces"];
+  ASSERT_EQ(fa.size(), 15u);
+  ASSERT_EQ(fb.size(), fa.size());
+  int mirrored = 0;
+  for (const json& f : fa) {
+    const double x1 = 95.0 - f["box"][2].get<double>(), x2 = 95.0 - f["box"][0].get<double>();
+    for (const json& g : fb) {
+      if (std::abs(g["box"][0].get<double>() - x1) <= 0.01 &&
+          std::abs(g["box"][2].get<double>() - x2) <= 0.01 && g["box"][1] == f["box"][1] &&
+          g["box"][3] == f["box"][3] && g["score"] == f["score"]) {
+        ++mirrored;
+        break;
+      }
+    }
+  }
+  // Score ties at the 15th place may pick different boxes; everything above must mirror.
+  EXPECT_GE(mirrored, 13) << lines[0].dump() << "\n" << lines[1].dump();
+
+  const ProcessResult ssd = RunDetect({a.string(), "--tta", "flip"});
+  EXPECT_EQ(ssd.exit_code, 2) << ssd.Describe();
+  EXPECT_NE(ssd.err.find("--tta needs --model mogface"), std::string::npos) << ssd.err;
 }
 
 TEST(MogFaceDetectE2E, BadFlagsAreUsageErrorsNamingTheFlag) {
