@@ -19,6 +19,7 @@ using CommandRunner = std::function<int()>;
 
 CommandRunner RegisterDetectCommand(CLI::App& app);
 CommandRunner RegisterBenchCommand(CLI::App& app);
+CommandRunner RegisterServeCommand(CLI::App& app);
 
 // Exit codes shared by the commands.
 inline constexpr int kExitOk = 0;

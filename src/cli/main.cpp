@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(name, help);
     runners[sub] = reg(*sub);
   };
+  add("serve", "HTTP API and web UI (default http://127.0.0.1:7860/)",
+      mogserve::cli::RegisterServeCommand);
   add("detect", "Detect faces in image files and folders (JSON lines out)",
       mogserve::cli::RegisterDetectCommand);
   add("bench", "Benchmarks (engine: forward-pass latency and throughput per batch size)",

@@ -38,26 +38,6 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-// The value of parameter `key` in a header like `multipart/form-data; boundary="x"`.
-std::string HeaderParam(std::string_view header, std::string_view key) {
-  size_t pos = header.find(';');
-  while (pos != std::string_view::npos) {
-    header.remove_prefix(pos + 1);
-    const size_t next = header.find(';');
-    std::string_view item = Trim(header.substr(0, next));
-    const size_t eq = item.find('=');
-    if (eq != std::string_view::npos && Lower(Trim(item.substr(0, eq))) == key) {
-      std::string_view value = Trim(item.substr(eq + 1));
-      if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
-        value = value.substr(1, value.size() - 2);
-      }
-      return std::string(value);
-    }
-    pos = next;
-  }
-  return "";
-}
-
 template <typename T>
 std::optional<T> ParseNumber(std::string_view text) {
   text = Trim(text);
@@ -120,16 +100,9 @@ std::optional<HttpError> AddImage(std::string name, std::string bytes, const Req
   return std::nullopt;
 }
 
-std::optional<HttpError> ParseMultipartBody(std::string_view content_type, std::string_view body,
-                                            const RequestLimits& limits, DetectRequest& r) {
-  const std::string boundary = HeaderParam(content_type, "boundary");
-  if (boundary.empty()) {
-    return Error(400, "bad_request", "multipart/form-data without a boundary parameter");
-  }
-  std::string error;
-  auto parts = ParseMultipart(body, boundary, &error);
-  if (!parts) return Error(400, "bad_request", "malformed multipart body: " + error);
-  for (const FormPart& part : *parts) {
+std::optional<HttpError> ParseFormParts(const std::vector<FormPart>& parts,
+                                        const RequestLimits& limits, DetectRequest& r) {
+  for (const FormPart& part : parts) {
     if (part.name == "image" || part.name == "images" || part.name == "image[]") {
       std::string name = part.filename.empty() ? "image" : part.filename;
       if (auto e = AddImage(std::move(name), std::string(part.data), limits, r)) return e;
@@ -222,52 +195,8 @@ std::optional<std::string> DecodeBase64(std::string_view text) {
   return out;
 }
 
-std::optional<std::vector<FormPart>> ParseMultipart(std::string_view body,
-                                                    std::string_view boundary, std::string* error) {
-  auto fail = [&](std::string message) {
-    if (error != nullptr) *error = std::move(message);
-    return std::optional<std::vector<FormPart>>();
-  };
-  if (boundary.empty() || boundary.size() > 200) return fail("invalid boundary");
-  const std::string delimiter = "--" + std::string(boundary);
-  size_t pos = body.find(delimiter);
-  if (pos == std::string_view::npos) return fail("no boundary line");
-  std::vector<FormPart> parts;
-  while (true) {
-    pos += delimiter.size();
-    if (body.substr(pos, 2) == "--") return parts;  // the closing delimiter
-    if (body.substr(pos, 2) != "\r\n") return fail("boundary line not followed by CRLF");
-    pos += 2;
-    const size_t headers_end = body.find("\r\n\r\n", pos);
-    if (headers_end == std::string_view::npos) return fail("part headers not terminated");
-    FormPart part;
-    std::string_view headers = body.substr(pos, headers_end - pos);
-    while (!headers.empty()) {
-      const size_t eol = headers.find("\r\n");
-      const std::string_view line = headers.substr(0, eol);
-      headers = eol == std::string_view::npos ? std::string_view() : headers.substr(eol + 2);
-      const size_t colon = line.find(':');
-      if (colon == std::string_view::npos) return fail("part header without ':'");
-      const std::string name = Lower(Trim(line.substr(0, colon)));
-      const std::string_view value = Trim(line.substr(colon + 1));
-      if (name == "content-disposition") {
-        part.name = HeaderParam(value, "name");
-        part.filename = HeaderParam(value, "filename");
-      } else if (name == "content-type") {
-        part.content_type = std::string(value);
-      }
-    }
-    if (part.name.empty()) return fail("a part without a Content-Disposition name");
-    const size_t data_start = headers_end + 4;
-    const size_t next = body.find("\r\n" + delimiter, data_start);
-    if (next == std::string_view::npos) return fail("part '" + part.name + "' is not terminated");
-    part.data = body.substr(data_start, next - data_start);
-    parts.push_back(std::move(part));
-    pos = next + 2;
-  }
-}
-
 ParsedDetectRequest ParseDetectRequest(std::string_view content_type, std::string_view body,
+                                       const std::vector<FormPart>& parts,
                                        const std::multimap<std::string, std::string>& query,
                                        const RequestLimits& limits) {
   ParsedDetectRequest out;
@@ -290,7 +219,7 @@ ParsedDetectRequest ParseDetectRequest(std::string_view content_type, std::strin
       media == "application/octet-stream" || media.empty()) {
     error = AddImage("image", std::string(body), limits, r);
   } else if (media == "multipart/form-data") {
-    error = ParseMultipartBody(content_type, body, limits, r);
+    error = ParseFormParts(parts, limits, r);
   } else if (media == "application/json") {
     error = ParseJsonBody(body, limits, r);
   } else {

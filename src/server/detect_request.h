@@ -46,8 +46,17 @@ struct RequestLimits {
   int max_images = 32;                // per request
 };
 
+// The fields of a multipart/form-data body, as the HTTP library parsed them.
+struct FormPart {
+  std::string name;
+  std::string filename;
+  std::string_view data;
+};
+
 // `query` holds the URL's query parameters; for multipart and JSON bodies the same options may
-// also come as form fields / JSON members (the body wins). On failure returns the error:
+// also come as form fields / JSON members (the body wins). A multipart body arrives already
+// split into `parts` (cpp-httplib parses it while reading); `body` is then empty. On failure
+// returns the error:
 //   415 unsupported content type (names the accepted ones), 400 malformed multipart / JSON /
 //   base64, 422 a bad option (which one, what is allowed), 413 too many images, 400 no image.
 struct ParsedDetectRequest {
@@ -55,22 +64,12 @@ struct ParsedDetectRequest {
   DetectRequest request;
 };
 ParsedDetectRequest ParseDetectRequest(std::string_view content_type, std::string_view body,
+                                       const std::vector<FormPart>& parts,
                                        const std::multimap<std::string, std::string>& query,
                                        const RequestLimits& limits);
 
 // Standard base64 (RFC 4648) with optional padding and ASCII whitespace; also accepts a
 // "data:<type>;base64," prefix. nullopt when a character is outside the alphabet.
 std::optional<std::string> DecodeBase64(std::string_view text);
-
-// The parts of a multipart/form-data body: name, optional filename, bytes.
-struct FormPart {
-  std::string name;
-  std::string filename;
-  std::string content_type;
-  std::string_view data;  // a view into the body
-};
-// nullopt with `error` set when the body is not well-formed for `boundary`.
-std::optional<std::vector<FormPart>> ParseMultipart(std::string_view body,
-                                                    std::string_view boundary, std::string* error);
 
 }  // namespace mogserve::server

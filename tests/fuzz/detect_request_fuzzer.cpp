@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "image/decode.h"
 #include "pipeline/shape_buckets.h"
@@ -42,7 +43,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data + 2), size - 2);
   mogserve::server::RequestLimits limits;
   limits.max_images = 4;
-  const auto parsed = mogserve::server::ParseDetectRequest(type, body, query, limits);
+  // Multipart bodies reach the parser split by the HTTP library: here, fields separated by
+  // "\n--\n", each "name\n" followed by its data.
+  std::vector<mogserve::server::FormPart> parts;
+  std::string_view rest = body;
+  if (std::string_view(type).rfind("multipart/", 0) == 0) {
+    while (!rest.empty()) {
+      const size_t end = rest.find("\n--\n");
+      std::string_view field = rest.substr(0, end);
+      rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 4);
+      const size_t eol = field.find('\n');
+      if (eol == std::string_view::npos) continue;
+      parts.push_back({std::string(field.substr(0, eol)), "", field.substr(eol + 1)});
+    }
+  }
+  const auto parsed = mogserve::server::ParseDetectRequest(type, body, parts, query, limits);
   if (parsed.error) return 0;
   static const auto buckets = *mogserve::pipeline::ShapeBuckets::Target(64, 32);
   mogserve::image::DecodeOptions options;
