@@ -1,0 +1,276 @@
+#include "bench/serve_bench.h"
+
+#include <fcntl.h>
+#include <httplib.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "bench/engine_bench.h"
+
+extern char** environ;
+
+namespace mogserve::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A `mogserve serve --port 0` child: started, its URL read from its log, stopped with SIGTERM.
+class SpawnedServer {
+ public:
+  ~SpawnedServer() { Stop(); }
+
+  Status Start(const std::vector<std::string>& argv) {
+    int fds[2];
+    if (pipe(fds) != 0) return Internal("pipe failed");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    const int rc = posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(fds[1]);
+    if (rc != 0) {
+      close(fds[0]);
+      return Internal("cannot start " + argv[0]);
+    }
+    out_ = fdopen(fds[0], "r");
+    // The log says "listening on http://HOST:PORT/" once the socket is bound.
+    char line[4096];
+    while (fgets(line, sizeof(line), out_) != nullptr) {
+      std::fputs(line, stderr);
+      const char* at = std::strstr(line, "listening on ");
+      if (at != nullptr) {
+        url_ = std::string(at + 13);
+        url_ = url_.substr(0, url_.find(' '));
+        if (!url_.empty() && url_.back() == '/') url_.pop_back();
+        break;
+      }
+    }
+    if (url_.empty()) return Internal("the server exited before listening");
+    // Keep draining its log so it never blocks on a full pipe.
+    drain_ = std::thread([this] {
+      char buf[4096];
+      while (fgets(buf, sizeof(buf), out_) != nullptr) {
+      }
+    });
+    return Status::Ok();
+  }
+
+  void Stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    if (drain_.joinable()) drain_.join();
+    if (out_ != nullptr) fclose(out_);
+    out_ = nullptr;
+  }
+
+  const std::string& url() const { return url_; }
+
+ private:
+  pid_t pid_ = -1;
+  FILE* out_ = nullptr;
+  std::string url_;
+  std::thread drain_;
+};
+
+// One httplib client per thread (a client is one keep-alive connection).
+class HttpTarget {
+ public:
+  HttpTarget(std::string url, std::string api_key, const std::vector<std::string>& images)
+      : url_(std::move(url)), api_key_(std::move(api_key)), images_(images) {}
+
+  bool Send(uint64_t i) {
+    thread_local std::unique_ptr<httplib::Client> client;
+    thread_local const HttpTarget* owner = nullptr;
+    if (!client || owner != this) {
+      client = std::make_unique<httplib::Client>(url_);
+      client->set_read_timeout(300, 0);
+      client->set_keep_alive(true);
+      if (!api_key_.empty()) client->set_bearer_token_auth(api_key_);
+      owner = this;
+    }
+    const std::string& image = images_[i % images_.size()];
+    auto res = client->Post("/v1/detect", image, "application/octet-stream");
+    return res && res->status == 200;
+  }
+
+ private:
+  std::string url_;
+  std::string api_key_;
+  const std::vector<std::string>& images_;
+};
+
+Status WaitReady(const std::string& url, double seconds) {
+  httplib::Client client(url);
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(seconds));
+  while (Clock::now() < deadline) {
+    auto res = client.Get("/readyz");
+    if (res && res->status == 200) return Status::Ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return Internal("the server at " + url + " did not become ready in time");
+}
+
+void Progress(const ServeBenchRow& r) {
+  std::fprintf(
+      stderr,
+      "  %-10s %-6s c=%-3d offered %7.1f/s: %7.2f img/s, p50 %8.1f ms, p99 %8.1f ms, failed %lld\n",
+      r.target.c_str(), r.mode.c_str(), r.concurrency, r.offered_per_s, r.result.throughput_per_s,
+      r.result.latency.median_ms, r.result.latency.p99_ms, static_cast<long long>(r.result.failed));
+}
+
+// Closed loop at every concurrency, then open loop at fractions of the best throughput.
+std::vector<ServeBenchRow> Measure(const std::string& target, const ServeBenchOptions& o,
+                                   const SendFunction& send) {
+  std::vector<ServeBenchRow> rows;
+  double best = 0;
+  for (int c : o.concurrency) {
+    ServeBenchRow r{target, "closed", c, 0, RunClosedLoop(c, o.seconds, o.warmup_seconds, send)};
+    best = std::max(best, r.result.throughput_per_s);
+    Progress(r);
+    rows.push_back(r);
+  }
+  for (double f : o.load_fractions) {
+    if (best <= 0) break;
+    const int max_in_flight =
+        std::max(4, *std::max_element(o.concurrency.begin(), o.concurrency.end()));
+    ServeBenchRow r{target, "open", 0, f * best,
+                    RunOpenLoop(f * best, o.seconds, max_in_flight, send)};
+    Progress(r);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+double Best(const std::vector<ServeBenchRow>& rows, const std::string& target) {
+  double best = 0;
+  for (const ServeBenchRow& r : rows) {
+    if (r.target == target && r.mode == "closed") best = std::max(best, r.result.throughput_per_s);
+  }
+  return best;
+}
+
+double MedianAtC1(const std::vector<ServeBenchRow>& rows, const std::string& target) {
+  for (const ServeBenchRow& r : rows) {
+    if (r.target == target && r.mode == "closed" && r.concurrency == 1) {
+      return r.result.latency.median_ms;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+StatusOr<ServeBenchReport> RunServeBench(const ServeBenchOptions& o) {
+  if (o.images.empty()) return InvalidArgument("no images to send");
+  if (o.concurrency.empty()) return InvalidArgument("no concurrency levels");
+  ServeBenchReport report;
+  report.machine = DescribeMachine();
+  {
+    SpawnedServer spawned;
+    std::string url = o.url;
+    if (url.empty()) {
+      MOGSERVE_RETURN_IF_ERROR(spawned.Start(o.server_command));
+      url = spawned.url();
+    }
+    MOGSERVE_RETURN_IF_ERROR(WaitReady(url, 600));
+    httplib::Client client(url);
+    if (!o.api_key.empty()) client.set_bearer_token_auth(o.api_key);
+    if (auto models = client.Get("/v1/models"); models && models->status == 200) {
+      report.server = models->body;
+    }
+    std::fprintf(stderr, "HTTP against %s\n", url.c_str());
+    HttpTarget http(url, o.api_key, o.images);
+    auto rows = Measure("http", o, [&](uint64_t i) { return http.Send(i); });
+    report.rows.insert(report.rows.end(), rows.begin(), rows.end());
+  }  // the spawned server stops here
+  if (o.in_process) {
+    MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<DetectTarget> target, o.in_process());
+    std::fprintf(stderr, "in-process: %s\n", target->Describe().c_str());
+    auto rows = Measure("in-process", o,
+                        [&](uint64_t i) { return target->Detect(o.images[i % o.images.size()]); });
+    report.rows.insert(report.rows.end(), rows.begin(), rows.end());
+  }
+  report.http_saturation_per_s = Best(report.rows, "http");
+  report.in_process_saturation_per_s = Best(report.rows, "in-process");
+  if (report.in_process_saturation_per_s > 0) {
+    report.saturation_ratio = report.http_saturation_per_s / report.in_process_saturation_per_s;
+    report.http_overhead_ms_at_c1 =
+        MedianAtC1(report.rows, "http") - MedianAtC1(report.rows, "in-process");
+  }
+  return report;
+}
+
+std::string ServeBenchMarkdown(const ServeBenchReport& r) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "Machine: %s  \nHTTP saturation %.2f img/s, in-process %.2f img/s, ratio %.3f; "
+                "HTTP overhead at concurrency 1: %.2f ms (median)\n\n",
+                r.machine.c_str(), r.http_saturation_per_s, r.in_process_saturation_per_s,
+                r.saturation_ratio, r.http_overhead_ms_at_c1);
+  out += line;
+  out += "| target | load | offered img/s | img/s | p50 ms | p95 ms | p99 ms | failed |\n";
+  out += "|---|---|---:|---:|---:|---:|---:|---:|\n";
+  for (const ServeBenchRow& row : r.rows) {
+    const std::string load =
+        row.mode == "closed" ? "closed, c=" + std::to_string(row.concurrency) : "open (Poisson)";
+    std::snprintf(line, sizeof(line), "| %s | %s | %s | %.2f | %.1f | %.1f | %.1f | %lld |\n",
+                  row.target.c_str(), load.c_str(),
+                  row.mode == "open" ? std::to_string(row.offered_per_s).substr(0, 6).c_str() : "—",
+                  row.result.throughput_per_s, row.result.latency.median_ms,
+                  row.result.latency.p95_ms, row.result.latency.p99_ms,
+                  static_cast<long long>(row.result.failed));
+    out += line;
+  }
+  return out;
+}
+
+std::string ServeBenchJson(const ServeBenchReport& r) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const ServeBenchRow& row : r.rows) {
+    const LatencyStats& l = row.result.latency;
+    rows.push_back({{"target", row.target},
+                    {"mode", row.mode},
+                    {"concurrency", row.concurrency},
+                    {"offered_per_s", row.offered_per_s},
+                    {"seconds", row.result.seconds},
+                    {"sent", row.result.sent},
+                    {"ok", row.result.ok},
+                    {"failed", row.result.failed},
+                    {"throughput_per_s", row.result.throughput_per_s},
+                    {"latency_ms",
+                     {{"mean", l.mean_ms},
+                      {"p50", l.median_ms},
+                      {"p95", l.p95_ms},
+                      {"p99", l.p99_ms},
+                      {"max", l.max_ms},
+                      {"stddev", l.stddev_ms}}}});
+  }
+  return nlohmann::json({{"machine", r.machine},
+                         {"server", r.server},
+                         {"http_saturation_per_s", r.http_saturation_per_s},
+                         {"in_process_saturation_per_s", r.in_process_saturation_per_s},
+                         {"saturation_ratio", r.saturation_ratio},
+                         {"http_overhead_ms_at_c1", r.http_overhead_ms_at_c1},
+                         {"rows", rows}})
+      .dump(2);
+}
+
+}  // namespace mogserve::bench
