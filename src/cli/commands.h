@@ -20,6 +20,9 @@ using CommandRunner = std::function<int()>;
 CommandRunner RegisterDetectCommand(CLI::App& app);
 CommandRunner RegisterBenchCommand(CLI::App& app);
 CommandRunner RegisterServeCommand(CLI::App& app);
+CommandRunner RegisterEvalCommand(CLI::App& app);
+// `bench serve`, added to the `bench` command by RegisterBenchCommand.
+CommandRunner RegisterBenchServeCommand(CLI::App& bench);
 
 // Exit codes shared by the commands.
 inline constexpr int kExitOk = 0;

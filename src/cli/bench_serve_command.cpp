@@ -1,0 +1,165 @@
+// `mogserve bench serve`: see bench/serve_bench.h. The server is spawned from this same
+// executable with the serve flags given after `--`, and the in-process comparison is built from
+// the same flags by the same code (cli/serving_stack.h).
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iostream>
+
+#include "bench/serve_bench.h"
+#include "cli/commands.h"
+#include "cli/serving_stack.h"
+#include "common/file_util.h"
+
+namespace mogserve::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct BenchServeFlags {
+  std::string images = "tests/data/photos";
+  std::string url;
+  std::string api_key;
+  std::vector<int> concurrency = {1, 4, 16, 64};
+  std::vector<double> load_fractions = {0.25, 0.5, 0.75, 0.9};
+  double seconds = 5;
+  double warmup = 1;
+  bool no_in_process = false;
+  std::string json_path;
+  std::string markdown_path;
+  std::vector<std::string> serve_args;
+};
+
+// The in-process pipeline, built exactly as `mogserve serve` builds it.
+class PipelineTarget : public bench::DetectTarget {
+ public:
+  PipelineTarget(LoadedEngines loaded, ServingPipeline serving)
+      : loaded_(std::move(loaded)), serving_(std::move(serving)) {}
+  ~PipelineTarget() override { serving_.pipeline->Shutdown(); }
+
+  bool Detect(const std::string& image_bytes) override {
+    pipeline::SubmitRequest request;
+    request.image.bytes.assign(image_bytes.begin(), image_bytes.end());
+    std::promise<bool> done;
+    std::future<bool> result = done.get_future();
+    serving_.pipeline->Submit(std::move(request), [&done](pipeline::RequestResult r) {
+      done.set_value(r.outcome == scheduler::Outcome::kDone);
+    });
+    return result.get();
+  }
+  std::string Describe() const override { return serving_.model.info.Describe(); }
+
+ private:
+  LoadedEngines loaded_;
+  ServingPipeline serving_;
+};
+
+StatusOr<std::vector<std::string>> LoadImages(const std::string& dir) {
+  std::vector<fs::path> paths;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.is_regular_file()) paths.push_back(entry.path());
+  }
+  if (ec) return NotFound("--images " + dir + ": " + ec.message());
+  std::sort(paths.begin(), paths.end());
+  std::vector<std::string> images;
+  for (const fs::path& p : paths) {
+    MOGSERVE_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadFileBytes(p.string()));
+    images.emplace_back(bytes.begin(), bytes.end());
+  }
+  if (images.empty()) return NotFound("--images " + dir + " holds no files");
+  return images;
+}
+
+int Run(const BenchServeFlags& f) {
+  bench::ServeBenchOptions o;
+  auto images = LoadImages(f.images);
+  if (!images.ok()) {
+    std::cerr << "error: " << images.status().message() << "\n";
+    return kExitUsage;
+  }
+  o.images = std::move(*images);
+  o.url = f.url;
+  o.api_key = f.api_key;
+  o.concurrency = f.concurrency;
+  o.load_fractions = f.load_fractions;
+  o.seconds = f.seconds;
+  o.warmup_seconds = f.warmup;
+  o.server_command = {
+      fs::read_symlink("/proc/self/exe").string(), "serve", "--port", "0", "--access-log", "off"};
+  o.server_command.insert(o.server_command.end(), f.serve_args.begin(), f.serve_args.end());
+  if (!f.no_in_process) {
+    // Parsed up front, so a bad serve flag fails before any load runs.
+    auto flags = std::make_shared<ServeFlags>();
+    CLI::App parser;
+    AddServeFlags(parser, *flags);
+    try {
+      std::vector<std::string> args(f.serve_args.rbegin(), f.serve_args.rend());
+      parser.parse(args);
+    } catch (const CLI::ParseError& e) {
+      std::cerr << "error: serve flags after --: " << e.what() << "\n";
+      return kExitUsage;
+    }
+    o.in_process = [flags]() -> StatusOr<std::unique_ptr<bench::DetectTarget>> {
+      MOGSERVE_ASSIGN_OR_RETURN(LoadedEngines loaded, LoadEngines(*flags));
+      MOGSERVE_ASSIGN_OR_RETURN(ServingPipeline serving,
+                                StartPipeline(*flags, loaded, /*observer=*/nullptr));
+      return std::unique_ptr<bench::DetectTarget>(
+          new PipelineTarget(std::move(loaded), std::move(serving)));
+    };
+  }
+  auto report = bench::RunServeBench(o);
+  if (!report.ok()) {
+    std::cerr << "error: " << report.status().message() << "\n";
+    return kExitFatal;
+  }
+  const std::string markdown = bench::ServeBenchMarkdown(*report);
+  std::cout << markdown;
+  for (const auto& [path, text] : {std::pair{f.json_path, bench::ServeBenchJson(*report)},
+                                   std::pair{f.markdown_path, markdown}}) {
+    if (path.empty()) continue;
+    std::ofstream file(path);
+    file << text;
+    if (!file) {
+      std::cerr << "error: cannot write " << path << "\n";
+      return kExitFatal;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+CommandRunner RegisterBenchServeCommand(CLI::App& bench) {
+  CLI::App* app = bench.add_subcommand(
+      "serve",
+      "HTTP load against `mogserve serve` (closed loop by concurrency, open loop by rate) and "
+      "the same load in-process: the HTTP layer's cost. Serve flags go after --");
+  auto f = std::make_shared<BenchServeFlags>();
+  app->add_option("--images", f->images, "Folder of photos to send (round robin)")
+      ->capture_default_str();
+  app->add_option("--url", f->url, "Use this running server instead of spawning one");
+  app->add_option("--api-key", f->api_key, "Bearer key for --url");
+  app->add_option("--concurrency", f->concurrency, "Closed-loop client counts")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app->add_option("--load-fractions", f->load_fractions,
+                  "Open-loop rates as fractions of the best closed-loop throughput")
+      ->delimiter(',')
+      ->check(CLI::Range(0.01, 10.0))
+      ->capture_default_str();
+  app->add_option("--seconds", f->seconds, "Measured seconds per point")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  app->add_option("--warmup", f->warmup, "Unmeasured seconds before each closed-loop point")
+      ->check(CLI::Range(0.0, 600.0))
+      ->capture_default_str();
+  app->add_flag("--no-in-process", f->no_in_process, "HTTP only (no ratio)");
+  app->add_option("--json", f->json_path, "Also write the results as JSON here");
+  app->add_option("--markdown", f->markdown_path, "Also write the Markdown table here");
+  app->add_option("serve_args", f->serve_args, "Flags for `mogserve serve`, after --");
+  return [f] { return Run(*f); };
+}
+
+}  // namespace mogserve::cli

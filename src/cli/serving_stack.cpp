@@ -1,0 +1,171 @@
+#include "cli/serving_stack.h"
+
+#include "common/cpu_info.h"
+#include "pipeline/buffer_plan.h"
+
+namespace mogserve::cli {
+namespace {
+
+StatusOr<scheduler::SchedulerConfig> ToSchedulerConfig(const ServeFlags& f) {
+  scheduler::SchedulerConfig c;
+  auto policy = scheduler::ParsePolicy(f.scheduler);
+  if (!policy.ok())
+    return Status(policy.status().code(), "--scheduler: " + policy.status().message());
+  c.policy = *policy;
+  c.max_batch_size = f.max_batch_size;
+  c.max_delay =
+      std::chrono::duration_cast<scheduler::Duration>(std::chrono::duration<double>(f.timeout_s));
+  c.max_batch_pixels = f.max_batch_pixels;
+  c.queue_capacity_requests = f.queue_capacity;
+  c.queue_capacity_bytes = f.queue_capacity_bytes;
+  c.default_timeout = std::chrono::duration_cast<scheduler::Duration>(
+      std::chrono::duration<double>(f.request_timeout_s));
+  c.latency_target = std::chrono::duration_cast<scheduler::Duration>(
+      std::chrono::duration<double, std::milli>(f.latency_target_ms));
+  return c;
+}
+
+// "max-batch-size" -> "MOGSERVE_MAX_BATCH_SIZE".
+std::string EnvName(const std::string& long_name) {
+  std::string env = "MOGSERVE_";
+  for (char c : long_name) env += c == '-' ? '_' : static_cast<char>(std::toupper(c));
+  return env;
+}
+
+// Adds an option that can also come from the environment as MOGSERVE_<NAME>.
+template <typename T>
+CLI::Option* Flag(CLI::App& app, const std::string& name, T& value, const std::string& help) {
+  return app.add_option(name, value, help)->envname(EnvName(name.substr(2)))->capture_default_str();
+}
+
+}  // namespace
+
+void AddServeFlags(CLI::App& app, ServeFlags& f) {
+  AddEngineFlags(app, f.engine);
+  AddInputFlags(app, f.input);
+  // The model flags shared with detect can come from the environment too.
+  for (CLI::Option* o : app.get_options()) {
+    if (o->get_lnames().empty() || !o->get_envname().empty()) continue;
+    o->envname(EnvName(o->get_lnames().front()));
+  }
+  Flag(app, "--host", f.host, "Address to listen on (0.0.0.0: every interface)");
+  Flag(app, "--port", f.port, "Port (0: any free port)")->check(CLI::Range(0, 65535));
+  Flag(app, "--api-key", f.api_key, "Require 'Authorization: Bearer <key>' on /v1/*");
+  Flag(app, "--cors-origin", f.cors_origin, "Allow this browser origin (CORS); off by default");
+  Flag(app, "--max-body-bytes", f.max_body_bytes, "Largest request body")
+      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 34));
+  Flag(app, "--max-images", f.max_images, "Most images in one request")
+      ->check(CLI::Range(1, 10000));
+  Flag(app, "--max-pixels", f.max_pixels, "Refuse images with more pixels (413)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  Flag(app, "--max-connections", f.max_connections,
+       "Connections served at once; more wait to be accepted")
+      ->check(CLI::Range(1, 4096));
+  Flag(app, "--access-log", f.access_log, "text, json or off")
+      ->check(CLI::IsMember({"text", "json", "off"}));
+  Flag(app, "--drain-timeout", f.drain_timeout_s,
+       "Seconds to finish accepted requests after SIGINT/SIGTERM before cancelling the rest")
+      ->check(CLI::Range(0.0, 3600.0));
+  Flag(app, "--scheduler", f.scheduler, "naive, dynamic, continuous or adaptive");
+  Flag(app, "--max-batch-size", f.max_batch_size, "Most images per forward pass")
+      ->check(CLI::Range(1, 1024));
+  Flag(app, "--timeout", f.timeout_s,
+       "Longest a batch waits to fill, in seconds (the deployment guide's --timeout)")
+      ->check(CLI::Range(0.0, 10.0));
+  Flag(app, "--max-batch-pixels", f.max_batch_pixels, "Pixel budget per batch (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  Flag(app, "--queue-capacity", f.queue_capacity, "Most queued images; beyond: 503")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  Flag(app, "--queue-capacity-bytes", f.queue_capacity_bytes,
+       "Most bytes held by queued images; beyond: 503")
+      ->check(CLI::NonNegativeNumber);
+  Flag(app, "--request-timeout", f.request_timeout_s,
+       "Server-side deadline in seconds; a request's timeout_ms may only shorten it")
+      ->check(CLI::Range(0.0, 3600.0));
+  Flag(app, "--latency-target-ms", f.latency_target_ms, "Adaptive scheduler's latency target")
+      ->check(CLI::Range(1.0, 600000.0));
+  app.add_flag("--pad-batches", f.pad_batches,
+               "Pad batches to the planned sizes (fixed shapes, as CUDA graphs need)")
+      ->envname("MOGSERVE_PAD_BATCHES");
+  Flag(app, "--instances", f.instances, "Engine instances, one worker thread each")
+      ->check(CLI::Range(1, 64));
+  Flag(app, "--workers", f.workers, "Decode/pre-process threads (0: half the cores)")
+      ->check(CLI::Range(0, 256));
+  Flag(app, "--post-threads", f.post_threads, "Post-process threads")->check(CLI::Range(1, 64));
+  Flag(app, "--memory-fraction", f.memory_fraction,
+       "Share of RAM (CPU) or device memory the buffer plan may use")
+      ->check(CLI::Range(0.01, 1.0));
+  Flag(app, "--plan-batch-sizes", f.plan_batch_sizes,
+       "Batch sizes the start-up warm-up measures (capped by --max-batch-size)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1024));
+}
+
+int ExitCodeFor(const Status& status) {
+  return status.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
+}
+
+StatusOr<LoadedEngines> LoadEngines(const ServeFlags& flags) {
+  MOGSERVE_ASSIGN_OR_RETURN(const engine::EngineOptions options, ToEngineOptions(flags.engine));
+  MOGSERVE_RETURN_IF_ERROR(ToSchedulerConfig(flags).status());  // bad flags before the slow load
+  auto engine = engine::CreateEngine(options);
+  if (!engine.ok()) {
+    return Status(engine.status().code(), "cannot load the model: " + engine.status().ToString());
+  }
+  MOGSERVE_ASSIGN_OR_RETURN(pipeline::ShapeBuckets buckets,
+                            ToShapeBuckets(flags.input, (*engine)->info()));
+  LoadedEngines loaded{{}, {}, std::move(buckets)};
+  loaded.owned.push_back(std::move(*engine));
+  for (int i = 1; i < flags.instances; ++i) {
+    MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> another,
+                              loaded.owned.front()->NewInstance());
+    loaded.owned.push_back(std::move(another));
+  }
+  for (auto& e : loaded.owned) loaded.engines.push_back(e.get());
+  return loaded;
+}
+
+StatusOr<ServingPipeline> StartPipeline(const ServeFlags& flags, const LoadedEngines& loaded,
+                                        pipeline::PipelineObserver* observer) {
+  MOGSERVE_ASSIGN_OR_RETURN(scheduler::SchedulerConfig config, ToSchedulerConfig(flags));
+  // Warm-up: measure each bucket and batch size, size batches from the memory budget.
+  pipeline::BufferPlanOptions plan_options;
+  plan_options.batch_sizes.clear();
+  for (int b : flags.plan_batch_sizes) {
+    if (b <= flags.max_batch_size) plan_options.batch_sizes.push_back(b);
+  }
+  if (plan_options.batch_sizes.empty()) plan_options.batch_sizes = {1};
+  plan_options.memory_fraction = flags.memory_fraction;
+  auto plan = pipeline::BufferPlan::Measure(*loaded.engines.front(), loaded.buckets, plan_options);
+  if (!plan.ok()) {
+    return Status(plan.status().code(), "warm-up failed: " + plan.status().ToString());
+  }
+  plan->ApplyTo(&config, flags.pad_batches);
+
+  pipeline::PipelineOptions options;
+  options.buckets = loaded.buckets;
+  options.scheduler = config;
+  options.latency_seed = plan->latency_samples();
+  options.preprocess_threads =
+      flags.workers > 0 ? flags.workers : std::max(1, AvailableCores() / 2);
+  options.postprocess_threads = flags.post_threads;
+  options.decode.max_pixels = flags.max_pixels;
+  const DetectOptions defaults =
+      ToDetectOptions(flags.input, loaded.engines.front()->default_detect_options());
+  options.detect = defaults;
+  options.observer = observer;
+  ServingPipeline out;
+  MOGSERVE_ASSIGN_OR_RETURN(out.pipeline, pipeline::Pipeline::Create(loaded.engines, options));
+  out.preprocess_threads = options.preprocess_threads;
+  out.model.info = loaded.engines.front()->info();
+  out.model.input_policy = loaded.buckets.Describe();
+  out.model.buffer_plan = plan->Describe();
+  out.model.defaults = defaults;
+  out.model.instances = flags.instances;
+  out.model.scheduler = std::string(scheduler::PolicyName(config.policy)) + ", max batch " +
+                        std::to_string(config.max_batch_size) + ", max delay " +
+                        std::to_string(flags.timeout_s * 1000) + " ms";
+  return out;
+}
+
+}  // namespace mogserve::cli

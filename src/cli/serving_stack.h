@@ -1,0 +1,71 @@
+// The serving stack shared by `mogserve serve` and `mogserve bench serve`: the serve flags
+// (each also a MOGSERVE_* environment variable), the engines they load, and the pipeline built
+// on them after the buffer-plan warm-up — so the benchmark's in-process pipeline is exactly the
+// server's.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/pipeline_observer.h"
+#include "server/http_server.h"
+
+namespace mogserve::cli {
+
+struct ServeFlags {
+  EngineFlags engine;
+  InputFlags input;
+  std::string host = "127.0.0.1";
+  int port = 7860;
+  std::string api_key;
+  std::string cors_origin;
+  int64_t max_body_bytes = 64 << 20;
+  int max_images = 32;
+  int64_t max_pixels = 50'000'000;
+  int max_connections = 64;
+  std::string access_log = "text";
+  double drain_timeout_s = 30;
+  // Scheduler.
+  std::string scheduler = "continuous";
+  int max_batch_size = 16;
+  double timeout_s = 0.002;  // the deployment guide's --timeout: the max batching delay
+  int64_t max_batch_pixels = 0;
+  int64_t queue_capacity = 4096;
+  int64_t queue_capacity_bytes = int64_t{1} << 30;
+  double request_timeout_s = 30;
+  double latency_target_ms = 100;
+  bool pad_batches = false;
+  // Mechanism.
+  int instances = 1;
+  int workers = 0;  // decode threads; 0 = half the cores
+  int post_threads = 1;
+  double memory_fraction = 0.8;
+  std::vector<int> plan_batch_sizes = {1, 2, 4, 8, 16};
+};
+
+void AddServeFlags(CLI::App& app, ServeFlags& f);
+
+// The exit code for a start-up failure: a bad option (InvalidArgument) is a usage error.
+int ExitCodeFor(const Status& status);
+
+struct LoadedEngines {
+  std::vector<std::unique_ptr<engine::Engine>> owned;  // --instances, sharing weights
+  std::vector<engine::Engine*> engines;
+  pipeline::ShapeBuckets buckets;
+};
+StatusOr<LoadedEngines> LoadEngines(const ServeFlags& flags);
+
+struct ServingPipeline {
+  std::unique_ptr<pipeline::Pipeline> pipeline;
+  server::ModelDescription model;
+  int preprocess_threads = 0;
+};
+// Measures the buffer plan (the warm-up), applies it to the scheduler, starts the pipeline.
+StatusOr<ServingPipeline> StartPipeline(const ServeFlags& flags, const LoadedEngines& loaded,
+                                        pipeline::PipelineObserver* observer);
+
+}  // namespace mogserve::cli
