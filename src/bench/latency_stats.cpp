@@ -26,6 +26,7 @@ LatencyStats Summarize(std::vector<double> samples_ms) {
   s.max_ms = samples_ms.back();
   s.median_ms = Percentile(samples_ms, 0.5);
   s.p90_ms = Percentile(samples_ms, 0.9);
+  s.p95_ms = Percentile(samples_ms, 0.95);
   s.p99_ms = Percentile(samples_ms, 0.99);
   double sq = 0;
   for (double v : samples_ms) sq += (v - s.mean_ms) * (v - s.mean_ms);

@@ -47,8 +47,8 @@ StatusOr<BufferPlan> BufferPlan::Measure(engine::Engine& engine, const ShapeBuck
                                          const BufferPlanOptions& options, TimeSource* time) {
   SteadyTimeSource steady;
   if (time == nullptr) time = &steady;
-  const std::vector<int> measure = options.buckets.empty() ? DefaultBuckets(buckets)
-                                                           : options.buckets;
+  const std::vector<int> measure =
+      options.buckets.empty() ? DefaultBuckets(buckets) : options.buckets;
   MOGSERVE_RETURN_IF_ERROR(Validate(buckets, options, measure));
 
   BufferPlan plan;
@@ -59,9 +59,9 @@ StatusOr<BufferPlan> BufferPlan::Measure(engine::Engine& engine, const ShapeBuck
   if (options.budget_bytes > 0) {
     plan.budget_bytes_ = options.budget_bytes;
   } else if (start.capacity_bytes > 0) {
-    plan.budget_bytes_ = std::max<int64_t>(
-        1, static_cast<int64_t>(options.memory_fraction * start.capacity_bytes) -
-               start.in_use_bytes);
+    plan.budget_bytes_ =
+        std::max<int64_t>(1, static_cast<int64_t>(options.memory_fraction * start.capacity_bytes) -
+                                 start.in_use_bytes);
   }
   const int64_t budget = plan.budget_bytes_ > 0 ? plan.budget_bytes_ : INT64_MAX;
   plan.max_batch_.assign(buckets.size(), 0);
@@ -96,9 +96,8 @@ StatusOr<BufferPlan> BufferPlan::Measure(engine::Engine& engine, const ShapeBuck
         StatusOr<engine::BatchOutputs> out = engine.Forward(batch);
         if (!out.ok()) {
           return Status(out.status().code(), "buffer plan: bucket " + std::to_string(shape.width) +
-                                                 "x" + std::to_string(shape.height) +
-                                                 ", batch " + std::to_string(n) + ": " +
-                                                 out.status().message());
+                                                 "x" + std::to_string(shape.height) + ", batch " +
+                                                 std::to_string(n) + ": " + out.status().message());
         }
         if (pass >= options.warmup_passes) total += time->Now() - t0;
       }
@@ -135,7 +134,8 @@ int BufferPlan::max_batch_size(int bucket) const {
 }
 
 std::vector<int> BufferPlan::planned_batch_sizes() const {
-  const int largest = max_batch_.empty() ? 1 : *std::max_element(max_batch_.begin(), max_batch_.end());
+  const int largest =
+      max_batch_.empty() ? 1 : *std::max_element(max_batch_.begin(), max_batch_.end());
   std::vector<int> sizes;
   for (int n : candidates_) {
     if (n <= largest) sizes.push_back(n);
@@ -200,7 +200,10 @@ std::string BufferPlan::Describe() const {
   text += "  largest batch per bucket:";
   const size_t shown = std::min<size_t>(max_batch_.size(), 16);
   for (size_t b = 0; b < shown; ++b) {
-    text += " " + std::to_string(b) + ":" + std::to_string(max_batch_[b]);
+    text += ' ';
+    text += std::to_string(b);
+    text += ':';
+    text += std::to_string(max_batch_[b]);
   }
   if (shown < max_batch_.size()) text += " ... (extrapolated by pixels)";
   return text + "\n";

@@ -39,8 +39,8 @@ struct BufferPlanOptions {
   // capacity nor a budget, memory does not limit the batch.
   double memory_fraction = 0.8;
   int64_t budget_bytes = 0;
-  int warmup_passes = 1;  // untimed passes per (bucket, batch size)
-  int timed_passes = 2;   // their mean is the latency
+  int warmup_passes = 1;     // untimed passes per (bucket, batch size)
+  int timed_passes = 2;      // their mean is the latency
   std::vector<int> buckets;  // bucket indices to measure; empty = the default (see above)
 };
 
@@ -59,8 +59,7 @@ class BufferPlan {
   // Runs the warm-up on `engine` (Forward errors are returned, naming the bucket and batch).
   // `time` (optional) times the passes; nullptr = the steady clock.
   static StatusOr<BufferPlan> Measure(engine::Engine& engine, const ShapeBuckets& buckets,
-                                      const BufferPlanOptions& options,
-                                      TimeSource* time = nullptr);
+                                      const BufferPlanOptions& options, TimeSource* time = nullptr);
 
   // The largest batch that fits for `bucket` (>= 1, even when batch 1 does not fit).
   int max_batch_size(int bucket) const;

@@ -1,10 +1,14 @@
-// The offline batch job behind `mogserve detect`: a decode pool prepares images ahead while the
-// calling thread batches them through the engine and post-processes, delivering results in
-// input order.
+// The offline batch job behind `mogserve detect`: every source goes through the same Pipeline as
+// the server (decode pool → scheduler → engine workers → post pool), as bulk-priority requests
+// submitted with SubmitMode::kBlock, so large folders are batched and decoding overlaps
+// inference. Results come back in input order through a bounded reorder window, so memory stays
+// bounded however many sources there are (a folder of 100 000 images holds at most `window()`
+// requests in flight and as many finished results waiting for their turn).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +16,7 @@
 #include "image/decode.h"
 #include "mogserve/detector.h"
 #include "pipeline/shape_buckets.h"
+#include "scheduler/scheduler_config.h"
 
 namespace mogserve::pipeline {
 
@@ -24,33 +29,60 @@ struct ImageSource {
 
 struct SourceResult {
   std::string id;
-  Status status;        // not OK: the image could not be read or decoded; result is empty
-  DetectResult result;  // faces in original pixels
+  Status status;        // not OK: the image could not be read or decoded, or its batch failed
+  DetectResult result;  // faces in original pixels, timings (queue, inference, batch size, ...)
 };
 
 struct OfflineOptions {
-  int batch_size = 8;           // images per forward pass
-  int decode_threads = 0;       // 0 = one per core
-  int prefetch_batches = 2;     // how many batches the decode pool may run ahead
+  int batch_size = 8;        // most images per forward pass (the scheduler's max_batch_size)
+  int decode_threads = 0;    // 0 = half the cores, at least 1
+  int prefetch_batches = 2;  // reorder window = batch_size x instances x (prefetch_batches + 1)
   ShapeBuckets buckets = ShapeBuckets::FixedSquare(512);  // the model's input policy
-  DetectOptions detect;         // thresholds, NMS, max faces
-  image::DecodeOptions decode;  // pixel limit
+  DetectOptions detect;                                   // thresholds, NMS, max faces
+  image::DecodeOptions decode;                            // pixel limit
+  scheduler::Policy policy = scheduler::Policy::kContinuous;
+  int postprocess_threads = 1;
+  // Planned batch sizes / per-bucket caps (from a BufferPlan); empty = none.
+  std::vector<int> planned_batch_sizes;
+  std::vector<int> bucket_max_batch_size;
+};
+
+// What a Run did, for reports and for the bounded-memory test.
+struct OfflineStats {
+  int64_t images = 0;
+  int64_t failed = 0;
+  int64_t batches = 0;
+  double mean_batch_size = 0;
+  int64_t peak_in_flight = 0;        // submitted and not yet delivered (<= window())
+  int64_t peak_queued_requests = 0;  // in the scheduler's queue, sampled at each submit
+  int64_t peak_queued_bytes = 0;
+  int64_t canvas_allocations = 0;  // canvas buffers the pipeline created (bounded, not per image)
 };
 
 class OfflineDetector {
  public:
-  // `engine` must outlive the detector.
+  // `engine` (or every instance, one worker thread each) must outlive the detector.
   OfflineDetector(engine::Engine& engine, const OfflineOptions& options);
+  OfflineDetector(std::vector<engine::Engine*> instances, const OfflineOptions& options);
 
   // Processes every source; `on_result` is called once per source, in input order, on the
   // calling thread. A source that fails to load or decode yields a non-OK status and the job
-  // goes on; an engine failure fails every image of that batch.
+  // goes on; an engine failure fails the images of that batch only.
   void Run(std::vector<ImageSource> sources,
            const std::function<void(const SourceResult&)>& on_result);
+  // The same over sources produced on demand (nullopt = no more), so a caller need not hold
+  // them all: `next` is called from the calling thread only when the window has room.
+  void Run(const std::function<std::optional<ImageSource>()>& next,
+           const std::function<void(const SourceResult&)>& on_result);
+
+  // Requests in flight at most (submitted, not yet delivered).
+  int window() const;
+  const OfflineStats& stats() const { return stats_; }
 
  private:
-  engine::Engine& engine_;
+  std::vector<engine::Engine*> engines_;
   OfflineOptions options_;
+  OfflineStats stats_;
 };
 
 }  // namespace mogserve::pipeline

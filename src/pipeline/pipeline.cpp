@@ -38,6 +38,20 @@ Status StatusFor(Outcome outcome) {
   return Status::Ok();
 }
 
+// Adds the wall time of one scheduler call to a counter (guarded by the caller's lock), so the
+// policy's own cost is measured apart from the pipeline's threads and copies.
+class ScopedSchedulerTime {
+ public:
+  explicit ScopedSchedulerTime(double* seconds) : seconds_(seconds), start_(SteadyClock::now()) {}
+  ~ScopedSchedulerTime() {
+    *seconds_ += std::chrono::duration<double>(SteadyClock::now() - start_).count();
+  }
+
+ private:
+  double* seconds_;
+  SteadyClock::time_point start_;
+};
+
 }  // namespace
 
 // A request from Submit to its end. Owned by entries_; the fields below `stage` are written by
@@ -65,6 +79,7 @@ struct Pipeline::Worker {
   engine::Engine* engine = nullptr;
   std::condition_variable cv;
   std::optional<scheduler::BatchPlan> job;  // guarded by mu_; set = busy
+  TimePoint started_at{};                   // guarded by mu_; when job's Forward began
   engine::CanvasBatch batch;                // the worker's own, reused for every batch
   std::thread thread;
 };
@@ -243,7 +258,11 @@ void Pipeline::Admit(Entry* entry, PreparedCanvas prepared, Completions* done) {
   r.arrival = entry->arrival;
   r.deadline = entry->deadline;
   const TimePoint now = time_->Now();
-  const scheduler::AdmitResult admitted = policy_->Admit(r, now);
+  scheduler::AdmitResult admitted;
+  {
+    ScopedSchedulerTime timed(&stats_.scheduler_seconds);
+    admitted = policy_->Admit(r, now);
+  }
   if (!admitted.accepted) {
     EndLocked(entry, admitted.rejection, StatusFor(admitted.rejection), done);
     return;
@@ -266,7 +285,11 @@ void Pipeline::PumpLocked(Completions* done) {
       }
     }
     const TimePoint now = time_->Now();
-    scheduler::Decision d = policy_->Next(now, engines);
+    scheduler::Decision d;
+    {
+      ScopedSchedulerTime timed(&stats_.scheduler_seconds);
+      d = policy_->Next(now, engines);
+    }
     for (const scheduler::Ended& e : d.ended) EndIdLocked(e.id, e.outcome, done);
     if (d.kind != scheduler::Decision::Kind::kDispatch) {
       const TimePoint wake =
@@ -317,6 +340,10 @@ void Pipeline::WorkerLoop(Worker* w) {
 void Pipeline::RunBatch(Worker* w, const scheduler::BatchPlan& plan) {
   if (options_.observer != nullptr) options_.observer->OnBatchStarted(w->index, plan);
   const TimePoint start = time_->Now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    w->started_at = start;
+  }
   StatusOr<engine::BatchOutputs> outputs = w->engine->Forward(w->batch);
   const Duration latency = time_->Now() - start;
 
@@ -337,58 +364,78 @@ void Pipeline::RunBatch(Worker* w, const scheduler::BatchPlan& plan) {
   Completions completions;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    w->job.reset();
-    const double seconds = std::chrono::duration<double>(latency).count();
-    stats_.engine_busy_seconds[w->index] += seconds;
-    stats_.inference_seconds += seconds;
-    ++stats_.batches;
-    stats_.batched_requests += plan.batch_size;
-    stats_.padded_rows += report.padded_batch_size - plan.batch_size;
-    if (static_cast<int>(stats_.batch_size_counts.size()) <= plan.batch_size) {
-      stats_.batch_size_counts.resize(plan.batch_size + 1, 0);
-    }
-    ++stats_.batch_size_counts[plan.batch_size];
-    if (report.ok) {
-      policy_->OnBatchCompleted(plan.bucket, report.padded_batch_size, latency);
-    } else {
-      ++stats_.failed_batches;
-    }
-    for (uint64_t id : plan.ids) {
-      Entry* entry = entries_.at(id).get();
-      // The engine copied the canvas into its staging buffer: the buffer can serve the next
-      // request now.
-      pool_.Release(std::move(entry->prepared.canvas));
-      entry->prepared.canvas = {};
-      entry->result.timing.inference_ms = report.inference_ms;
-      entry->result.timing.batch_size = plan.batch_size;
-      if (report.ok) {
-        entry->stage = Stage::kPostprocessing;
-        rows.push_back(entry);
-      } else {
-        --stats_.running;
-        EndLocked(entry, Outcome::kFailed, outputs.status(), &completions);
-      }
-    }
-    PumpLocked(&completions);
+    FinishBatchLocked(w, plan, report, latency, outputs.status(), &rows, &completions);
   }
   if (options_.observer != nullptr) options_.observer->OnBatchFinished(report);
   RunCompletions(&completions);
-  if (!report.ok) return;
-  auto shared = std::make_shared<const engine::BatchOutputs>(std::move(outputs).value());
-  for (size_t row = 0; row < rows.size(); ++row) {
-    post_pool_->Submit([this, entry = rows[row], engine = w->engine, shared, row] {
-      Postprocess(entry, engine, shared, static_cast<int>(row));
+  if (report.ok) {
+    SchedulePostprocess(std::move(rows), w->engine,
+                        std::make_shared<const engine::BatchOutputs>(std::move(outputs).value()));
+  }
+}
+
+void Pipeline::FinishBatchLocked(Worker* w, const scheduler::BatchPlan& plan,
+                                 const BatchReport& report, Duration latency, const Status& error,
+                                 std::vector<Entry*>* rows, Completions* done) {
+  w->job.reset();
+  w->started_at = TimePoint{};
+  const double seconds = std::chrono::duration<double>(latency).count();
+  stats_.engine_busy_seconds[w->index] += seconds;
+  stats_.inference_seconds += seconds;
+  ++stats_.batches;
+  stats_.batched_requests += plan.batch_size;
+  stats_.padded_rows += report.padded_batch_size - plan.batch_size;
+  if (static_cast<int>(stats_.batch_size_counts.size()) <= plan.batch_size) {
+    stats_.batch_size_counts.resize(plan.batch_size + 1, 0);
+  }
+  ++stats_.batch_size_counts[plan.batch_size];
+  if (report.ok) {
+    ScopedSchedulerTime timed(&stats_.scheduler_seconds);
+    policy_->OnBatchCompleted(plan.bucket, report.padded_batch_size, latency);
+  } else {
+    ++stats_.failed_batches;
+  }
+  for (uint64_t id : plan.ids) {
+    Entry* entry = entries_.at(id).get();
+    // The engine copied the canvas into its staging buffer: the buffer can serve the next
+    // request now.
+    pool_.Release(std::move(entry->prepared.canvas));
+    entry->prepared.canvas = {};
+    entry->result.timing.inference_ms = report.inference_ms;
+    entry->result.timing.batch_size = plan.batch_size;
+    if (report.ok) {
+      entry->stage = Stage::kPostprocessing;
+      rows->push_back(entry);
+    } else {
+      --stats_.running;
+      EndLocked(entry, Outcome::kFailed, error, done);
+    }
+  }
+  PumpLocked(done);
+}
+
+// One task per post thread (not per row): the rows of a batch are split into contiguous runs.
+void Pipeline::SchedulePostprocess(std::vector<Entry*> rows, const engine::Engine* engine,
+                                   std::shared_ptr<const engine::BatchOutputs> outputs) {
+  const size_t tasks = std::min(rows.size(), static_cast<size_t>(post_pool_->size()));
+  auto shared_rows = std::make_shared<const std::vector<Entry*>>(std::move(rows));
+  for (size_t t = 0; t < tasks; ++t) {
+    const size_t begin = shared_rows->size() * t / tasks;
+    const size_t end = shared_rows->size() * (t + 1) / tasks;
+    post_pool_->Submit([this, shared_rows, begin, end, engine, outputs] {
+      for (size_t row = begin; row < end; ++row) {
+        Postprocess((*shared_rows)[row], engine, outputs, static_cast<int>(row));
+      }
     });
   }
 }
 
 void Pipeline::Postprocess(Entry* entry, const engine::Engine* engine,
-                           std::shared_ptr<const engine::BatchOutputs> outputs, int row) {
+                           const std::shared_ptr<const engine::BatchOutputs>& outputs, int row) {
   const auto start = SteadyClock::now();
   entry->result.faces =
       engine->Postprocess(*outputs, row, entry->prepared.letterbox, entry->detect);
   entry->result.timing.postprocess_ms = MillisecondsSince(start);
-  outputs.reset();  // the last row frees the batch's outputs before the callback runs
   Completions completions;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -521,7 +568,14 @@ PipelineStats Pipeline::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   PipelineStats s = stats_;
   s.queue = policy_->Stats();
-  s.uptime_seconds = std::chrono::duration<double>(time_->Now() - started_at_).count();
+  const TimePoint now = time_->Now();
+  s.uptime_seconds = std::chrono::duration<double>(now - started_at_).count();
+  // Count the running batches' time so far, so busy ratios over short windows stay exact.
+  for (const auto& w : workers_) {
+    if (w->job && w->started_at != TimePoint{} && now > w->started_at) {
+      s.engine_busy_seconds[w->index] += std::chrono::duration<double>(now - w->started_at).count();
+    }
+  }
   const CanvasPool::Stats pool = pool_.stats();
   s.canvas_allocations = pool.allocations;
   s.canvas_acquisitions = pool.acquisitions;

@@ -155,8 +155,15 @@ class Pipeline {
   void Admit(Entry* entry, PreparedCanvas prepared, Completions* done);  // requires mu_
   void WorkerLoop(Worker* worker);
   void RunBatch(Worker* worker, const scheduler::BatchPlan& plan);
+  // Records a finished forward pass, ends its requests if it failed, and dispatches the next
+  // batch; requires mu_. `rows` receives the entries to post-process.
+  void FinishBatchLocked(Worker* w, const scheduler::BatchPlan& plan, const BatchReport& report,
+                         Duration latency, const Status& error, std::vector<Entry*>* rows,
+                         Completions* done);
+  void SchedulePostprocess(std::vector<Entry*> rows, const engine::Engine* engine,
+                           std::shared_ptr<const engine::BatchOutputs> outputs);
   void Postprocess(Entry* entry, const engine::Engine* engine,
-                   std::shared_ptr<const engine::BatchOutputs> outputs, int row);
+                   const std::shared_ptr<const engine::BatchOutputs>& outputs, int row);
   void TimerLoop();
   void OnTimeAdvanced();
 

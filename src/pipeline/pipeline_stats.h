@@ -26,11 +26,15 @@ struct PipelineStats {
   int64_t batches = 0;         // forward passes run (failed ones included)
   int64_t failed_batches = 0;  // of which the engine failed
   int64_t batched_requests = 0;
-  int64_t padded_rows = 0;                  // rows run beyond the requests (planned sizes)
-  std::vector<int64_t> batch_size_counts;   // [n] = batches of n requests
-  double inference_seconds = 0;             // sum of forward-pass wall times
-  std::vector<double> engine_busy_seconds;  // per instance, forward passes only
-  double uptime_seconds = 0;                // since the pipeline started (its time source)
+  int64_t padded_rows = 0;                 // rows run beyond the requests (planned sizes)
+  std::vector<int64_t> batch_size_counts;  // [n] = batches of n requests
+  double inference_seconds = 0;            // sum of forward-pass wall times
+  // Per instance, time in forward passes, the running one included up to the snapshot.
+  std::vector<double> engine_busy_seconds;
+  double uptime_seconds = 0;  // since the pipeline started (its time source)
+  // Wall time spent inside the scheduler's calls (Admit, Next, OnBatchCompleted), steady clock:
+  // the policy's own cost, apart from the pipeline's threads and copies.
+  double scheduler_seconds = 0;
 
   // Canvas buffers the pool had to create (flat in steady state) and acquisitions.
   int64_t canvas_allocations = 0;

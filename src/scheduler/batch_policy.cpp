@@ -183,6 +183,7 @@ TimePoint BatchPolicy::NextExpiry() const {
 
 Decision BatchPolicy::Next(TimePoint now, const EngineState& engines) {
   Decision d;
+  if (engines.busy > 0) last_busy_ = std::max(last_busy_, now);
   ExpireHopeless(now, &d.ended);
   if (size() == 0) return d;
   TimePoint wake = NextExpiry();
@@ -255,6 +256,7 @@ TimePoint BatchPolicy::ReadyAt(int b, TimePoint now, const EngineState& engines)
   }
   // continuous and adaptive never hold work back from an idle engine while another one runs.
   if (engines.busy > 0 || q.size() >= config_.TargetBatchSizeFor(b)) return now;
+  if (config_.policy == Policy::kContinuous && q.OldestArrival() < last_busy_) return now;
   if (config_.policy == Policy::kAdaptive && models_[b].Fitted(config_.adaptive_min_samples)) {
     return AdaptiveReadyAt(b, now);
   }

@@ -36,8 +36,10 @@
 //              preferred size (then the largest preferred size that fits is sent), or its oldest
 //              request has waited max_delay, or the earliest deadline would be missed by waiting.
 //   continuous ready at once if any engine is busy (work piles up behind it, so the next batch
-//              grows by itself) or the target batch is queued; only while EVERY engine is idle
-//              does it hold, until oldest arrival + max_delay or the deadline bound.
+//              grows by itself), or the target batch is queued, or the oldest request arrived
+//              while an engine was busy (it already waited behind a batch: an engine that frees
+//              up takes it at once); only work that arrived to all-idle engines is held, until
+//              oldest arrival + max_delay or the deadline bound.
 //   adaptive   continuous until the bucket's LatencyModel is fitted; then, with every engine idle,
 //              it holds only while waiting raises throughput: with arrival rate r and model
 //              a·n + b, the throughput of (wait w, then run n + r·w) grows with w iff r·b > n, so
@@ -139,6 +141,9 @@ class BatchPolicy {
   std::unordered_map<std::string, uint64_t> latest_;  // client -> its queued latest_only frame
   uint64_t next_seq_ = 0;
   bool draining_ = false;
+  // The last `now` at which Next saw a busy engine (continuous: work that arrived before it
+  // queued behind a batch).
+  TimePoint last_busy_ = TimePoint::min();
   QueueStats stats_;
 };
 

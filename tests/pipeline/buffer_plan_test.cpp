@@ -116,8 +116,8 @@ TEST_F(PlanFixture, UnmeasuredBucketsAreExtrapolatedByPixels) {
   auto plan = BufferPlan::Measure(engine, modelscope, options, &time);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->max_batch_size(modelscope.Place(64, 64).bucket), 4);
-  EXPECT_EQ(plan->max_batch_size(modelscope.Place(128, 64).bucket), 2);   // twice the pixels
-  EXPECT_EQ(plan->max_batch_size(modelscope.Place(32, 32).bucket), 16);   // a quarter
+  EXPECT_EQ(plan->max_batch_size(modelscope.Place(128, 64).bucket), 2);     // twice the pixels
+  EXPECT_EQ(plan->max_batch_size(modelscope.Place(32, 32).bucket), 16);     // a quarter
   EXPECT_EQ(plan->max_batch_size(modelscope.Place(1500, 1500).bucket), 1);  // never below 1
   for (const FakeEngine::Call& c : engine.calls()) EXPECT_EQ(c.width, 64);  // only one measured
 }

@@ -45,9 +45,7 @@ class FakeEngine final : public engine::Engine {
 
   const engine::EngineInfo& info() const override { return info_; }
   DetectOptions default_detect_options() const override { return {}; }
-  int64_t MacsPerImage(int width, int height) const override {
-    return int64_t{width} * height;
-  }
+  int64_t MacsPerImage(int width, int height) const override { return int64_t{width} * height; }
 
   StatusOr<engine::BatchOutputs> Forward(const engine::CanvasBatch& batch) override {
     Call call;
@@ -69,8 +67,9 @@ class FakeEngine final : public engine::Engine {
         failure = Internal("fake engine failure in batch " + std::to_string(index));
       }
       latency = latency_per_batch_ + latency_per_image_ * call.rows;
-      const int64_t peak = memory_.in_use_bytes + static_cast<int64_t>(std::max(call.rows, call.padded)) *
-                                                      batch.width * batch.height * bytes_per_pixel_;
+      const int64_t peak =
+          memory_.in_use_bytes + static_cast<int64_t>(std::max(call.rows, call.padded)) *
+                                     batch.width * batch.height * bytes_per_pixel_;
       memory_.peak_in_use_bytes = std::max(memory_.peak_in_use_bytes, peak);
     }
     // Open mode with a manual clock: the batch "takes" its scripted latency.

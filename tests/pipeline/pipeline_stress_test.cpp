@@ -74,8 +74,8 @@ TEST(PipelineStressTest, EveryRequestEndsExactlyOnce) {
   EXPECT_EQ(s.ended(), kTotal);
   int64_t sum = 0;
   for (int o = 0; o < scheduler::kNumOutcomes; ++o) {
-    EXPECT_EQ(s.outcomes[o], outcome_counts[o].load()) << scheduler::OutcomeName(
-        static_cast<Outcome>(o));
+    EXPECT_EQ(s.outcomes[o], outcome_counts[o].load())
+        << scheduler::OutcomeName(static_cast<Outcome>(o));
     sum += outcome_counts[o].load();
   }
   EXPECT_EQ(sum, kTotal);

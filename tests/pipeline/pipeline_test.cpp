@@ -176,6 +176,46 @@ TEST(PipelineTest, ContinuousSendsAFullTargetBatchWithoutWaiting) {
   EXPECT_EQ(h.engine().calls()[0].rows, 3);
 }
 
+TEST(PipelineTest, AdaptiveBehavesLikeContinuousUntilItsModelIsFitted) {
+  Harness h(Config(Policy::kAdaptive, 8));
+  h.Submit(1);
+  h.time.Advance(milliseconds(5));  // max_delay, as continuous
+  h.engine().WaitForCalls(1);
+  h.Submit(2);
+  h.Submit(3);
+  h.Finish(h.engine());
+  h.engine().WaitForCalls(2);
+  EXPECT_EQ(h.engine().calls()[1].rows, 2);
+}
+
+// Fitted model a = 1 ms/image, b = 20 ms: with requests arriving every millisecond, waiting
+// raises throughput while the queue is below r·b = 20, so adaptive holds a small queue up to b
+// (20 ms) from the oldest arrival, where continuous would have sent it after max_delay (5 ms).
+TEST(PipelineTest, AdaptiveHoldsWhileWaitingRaisesThroughput) {
+  SchedulerConfig c = Config(Policy::kAdaptive, 8);
+  c.adaptive_min_samples = 2;
+  Harness h(c, 1, {{0, 1, milliseconds(21)}, {0, 8, milliseconds(28)}});
+  // The first request goes at once (no arrival rate yet). Its batch fails, so it adds no
+  // latency sample: the model stays exactly a = 1 ms, b = 20 ms.
+  h.engine().FailCall(0);
+  const uint64_t first = h.Submit(0);
+  h.engine().WaitForCalls(1);
+  for (int i = 1; i <= 4; ++i) {  // t = 1, 2, 3, 4 ms: one arrival per millisecond
+    h.time.Advance(milliseconds(1));
+    h.Submit(i);
+  }
+  h.engine().Release();
+  EXPECT_EQ(h.recorder.WaitFor(first).outcome, Outcome::kFailed);
+  h.time.Advance(milliseconds(6));  // t = 10: continuous would have sent them at t = 6
+  EXPECT_EQ(h.queued(), 4);
+  h.time.Advance(milliseconds(10));  // t = 20
+  EXPECT_EQ(h.queued(), 4);
+  h.time.Advance(milliseconds(1));  // t = 21 = oldest arrival + b
+  EXPECT_EQ(h.queued(), 0);
+  h.engine().WaitForCalls(2);
+  EXPECT_EQ(h.engine().calls()[1].rows, 4);
+}
+
 TEST(PipelineTest, MaxBatchPixelsLimitsTheBatch) {
   SchedulerConfig c = Config(Policy::kContinuous, 8);
   c.max_batch_pixels = 16 * 16 * 2 + 100;  // two 16x16 canvases fit, three do not
