@@ -15,6 +15,7 @@
 #include "image/encode.h"
 #include "pipeline/offline_detector.h"
 #include "pipeline/tta.h"
+#include "scheduler/scheduler_config.h"
 #include "server/result_json.h"
 
 namespace mogserve::cli {
@@ -28,6 +29,8 @@ struct DetectFlags {
   std::string annotate_dir;
   int batch_size = 8;
   int decode_threads = 0;
+  int instances = 1;
+  std::string policy = "continuous";
   int64_t max_pixels = 50'000'000;
   bool timing = false;
   bool quiet = false;
@@ -181,6 +184,24 @@ int RunDetect(const DetectFlags& flags) {
   pipeline::OfflineOptions options;
   options.batch_size = flags.batch_size;
   options.decode_threads = flags.decode_threads;
+  auto policy = scheduler::ParsePolicy(flags.policy);
+  if (!policy.ok()) {
+    std::cerr << "error: --" << policy.status().message() << "\n";
+    return kExitUsage;
+  }
+  options.policy = *policy;
+  // More instances share the weights; each gets its own worker thread.
+  std::vector<std::unique_ptr<engine::Engine>> more;
+  std::vector<engine::Engine*> instances = {engine->get()};
+  for (int i = 1; i < flags.instances; ++i) {
+    auto another = (*engine)->NewInstance();
+    if (!another.ok()) {
+      std::cerr << "error: " << another.status().ToString() << "\n";
+      return kExitFatal;
+    }
+    more.push_back(std::move(*another));
+    instances.push_back(more.back().get());
+  }
   options.buckets = *buckets;
   options.detect = ToDetectOptions(flags.input, (*engine)->default_detect_options());
   options.decode.max_pixels = flags.max_pixels;
@@ -225,9 +246,11 @@ int RunDetect(const DetectFlags& flags) {
     }
     bar.Update(done, extra());
   };
+  double mean_batch = 1;
   if (flags.tta.empty()) {
-    pipeline::OfflineDetector detector(**engine, options);
+    pipeline::OfflineDetector detector(instances, options);
     detector.Run(std::move(sources), on_result);
+    mean_batch = detector.stats().mean_batch_size;
   } else {
     const pipeline::TtaOptions tta = ToTtaOptions(flags, options.detect);
     for (const pipeline::ImageSource& source : sources) {
@@ -240,9 +263,12 @@ int RunDetect(const DetectFlags& flags) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!flags.quiet) {
-    std::fprintf(stderr, "%lld images, %lld faces, %lld failed in %.2f s (%.1f images/s)\n",
+    std::fprintf(stderr,
+                 "%lld images, %lld faces, %lld failed in %.2f s (%.1f images/s, mean batch "
+                 "%.1f)\n",
                  static_cast<long long>(done), static_cast<long long>(faces),
-                 static_cast<long long>(failed), seconds, seconds > 0 ? done / seconds : 0.0);
+                 static_cast<long long>(failed), seconds, seconds > 0 ? done / seconds : 0.0,
+                 mean_batch);
   }
   if (!out) {
     std::cerr << "error: writing the results failed\n";
@@ -260,7 +286,15 @@ CommandRunner RegisterDetectCommand(CLI::App& app) {
   app.add_option("-o,--output", flags->output, "Write JSON lines here instead of stdout");
   app.add_option("--annotate", flags->annotate_dir,
                  "Write each image with its boxes and scores drawn into this folder (JPEG)");
-  app.add_option("--batch-size", flags->batch_size, "Images per forward pass")
+  app.add_option("--instances", flags->instances,
+                 "Engine instances sharing the weights, one worker thread each")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--policy", flags->policy,
+                 "Batching policy: naive, dynamic, continuous or adaptive")
+      ->capture_default_str();
+  app.add_option("--batch-size", flags->batch_size,
+                 "Most images per forward pass (fewer run when fewer are ready)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   app.add_option(
