@@ -6,6 +6,10 @@
 namespace mogserve::cli {
 namespace {
 
+double MaxDelaySeconds(const ServeFlags& f) {
+  return f.max_delay_ms >= 0 ? f.max_delay_ms / 1000.0 : f.timeout_s;
+}
+
 StatusOr<scheduler::SchedulerConfig> ToSchedulerConfig(const ServeFlags& f) {
   scheduler::SchedulerConfig c;
   auto policy = scheduler::ParsePolicy(f.scheduler);
@@ -13,8 +17,8 @@ StatusOr<scheduler::SchedulerConfig> ToSchedulerConfig(const ServeFlags& f) {
     return Status(policy.status().code(), "--scheduler: " + policy.status().message());
   c.policy = *policy;
   c.max_batch_size = f.max_batch_size;
-  c.max_delay =
-      std::chrono::duration_cast<scheduler::Duration>(std::chrono::duration<double>(f.timeout_s));
+  c.max_delay = std::chrono::duration_cast<scheduler::Duration>(
+      std::chrono::duration<double>(MaxDelaySeconds(f)));
   c.max_batch_pixels = f.max_batch_pixels;
   c.queue_capacity_requests = f.queue_capacity;
   c.queue_capacity_bytes = f.queue_capacity_bytes;
@@ -45,12 +49,14 @@ void AddServeFlags(CLI::App& app, ServeFlags& f) {
   AddInputFlags(app, f.input);
   // The model flags shared with detect can come from the environment too.
   for (CLI::Option* o : app.get_options()) {
+    if (o == app.get_help_ptr()) continue;
     if (o->get_lnames().empty() || !o->get_envname().empty()) continue;
     o->envname(EnvName(o->get_lnames().front()));
   }
   Flag(app, "--host", f.host, "Address to listen on (0.0.0.0: every interface)");
   Flag(app, "--port", f.port, "Port (0: any free port)")->check(CLI::Range(0, 65535));
-  Flag(app, "--api-key", f.api_key, "Require 'Authorization: Bearer <key>' on /v1/*");
+  Flag(app, "--api-key", f.api_key,
+       "Require 'Authorization: Bearer <key>' on /v1/* (default: none, no key needed)");
   Flag(app, "--cors-origin", f.cors_origin, "Allow this browser origin (CORS); off by default");
   Flag(app, "--max-body-bytes", f.max_body_bytes, "Largest request body")
       ->check(CLI::Range(int64_t{1024}, int64_t{1} << 34));
@@ -72,6 +78,9 @@ void AddServeFlags(CLI::App& app, ServeFlags& f) {
   Flag(app, "--timeout", f.timeout_s,
        "Longest a batch waits to fill, in seconds (the deployment guide's --timeout)")
       ->check(CLI::Range(0.0, 10.0));
+  Flag(app, "--max-delay-ms", f.max_delay_ms,
+       "The same in milliseconds; overrides --timeout when given (default: unset)")
+      ->check(CLI::Range(0.0, 10000.0));
   Flag(app, "--max-batch-pixels", f.max_batch_pixels, "Pixel budget per batch (0: none)")
       ->check(CLI::NonNegativeNumber);
   Flag(app, "--queue-capacity", f.queue_capacity, "Most queued images; beyond: 503")
@@ -85,7 +94,8 @@ void AddServeFlags(CLI::App& app, ServeFlags& f) {
   Flag(app, "--latency-target-ms", f.latency_target_ms, "Adaptive scheduler's latency target")
       ->check(CLI::Range(1.0, 600000.0));
   app.add_flag("--pad-batches", f.pad_batches,
-               "Pad batches to the planned sizes (fixed shapes, as CUDA graphs need)")
+               "Pad batches to the planned sizes (fixed shapes, as CUDA graphs need; default: "
+               "off)")
       ->envname("MOGSERVE_PAD_BATCHES");
   Flag(app, "--instances", f.instances, "Engine instances, one worker thread each")
       ->check(CLI::Range(1, 64));
@@ -146,6 +156,10 @@ StatusOr<ServingPipeline> StartPipeline(const ServeFlags& flags, const LoadedEng
   options.buckets = loaded.buckets;
   options.scheduler = config;
   options.latency_seed = plan->latency_samples();
+  // Each HTTP connection waits for its own images, so connections x images already bound what
+  // is being decoded; the queue capacity bounds it too.
+  options.max_preprocessing = static_cast<int>(
+      std::min<int64_t>(flags.queue_capacity, int64_t{flags.max_connections} * flags.max_images));
   options.preprocess_threads =
       flags.workers > 0 ? flags.workers : std::max(1, AvailableCores() / 2);
   options.postprocess_threads = flags.post_threads;
@@ -164,7 +178,7 @@ StatusOr<ServingPipeline> StartPipeline(const ServeFlags& flags, const LoadedEng
   out.model.instances = flags.instances;
   out.model.scheduler = std::string(scheduler::PolicyName(config.policy)) + ", max batch " +
                         std::to_string(config.max_batch_size) + ", max delay " +
-                        std::to_string(flags.timeout_s * 1000) + " ms";
+                        std::to_string(MaxDelaySeconds(flags) * 1000) + " ms";
   return out;
 }
 

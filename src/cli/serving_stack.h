@@ -33,6 +33,7 @@ struct ServeFlags {
   std::string scheduler = "continuous";
   int max_batch_size = 16;
   double timeout_s = 0.002;  // the deployment guide's --timeout: the max batching delay
+  double max_delay_ms = -1;  // the same in milliseconds; >= 0 overrides --timeout
   int64_t max_batch_pixels = 0;
   int64_t queue_capacity = 4096;
   int64_t queue_capacity_bytes = int64_t{1} << 30;
