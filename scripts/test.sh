@@ -2,8 +2,11 @@
 # Quick start, the tests: set up, build, and run every test.
 #   1. the Release build: every ctest label (unit, model, e2e);
 #   2. an AddressSanitizer + UBSan build of the torch-free unit tests (decoders, EXIF, resize,
-#      drawing, HTTP request parsing: the code that parses untrusted bytes; and the scheduler);
-#   3. a libFuzzer run (clang, ASan + UBSan) over request parsing and image decoding, seeded
+#      drawing, HTTP request parsing: the code that parses untrusted bytes; the scheduler and the
+#      pipeline);
+#   3. a ThreadSanitizer build of the scheduler and pipeline tests (worker threads, queues, and
+#      the stress test's 100 000 requests from 64 threads);
+#   4. a libFuzzer run (clang, ASan + UBSan) over request parsing and image decoding, seeded
 #      with real and broken images, for MOGSERVE_FUZZ_SECONDS (default 60).
 # Extra arguments go to the first ctest run.
 set -euo pipefail
@@ -15,8 +18,15 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SAN_DIR="$ROOT/build-asan"
 cmake -S "$ROOT" -B "$SAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DMOGSERVE_SANITIZE=address,undefined >/dev/null
-cmake --build "$SAN_DIR" -j "${MOGSERVE_JOBS:-2}" --target common_tests image_tests scheduler_tests server_tests
+cmake --build "$SAN_DIR" -j "${MOGSERVE_JOBS:-2}" --target common_tests image_tests scheduler_tests server_tests \
+  pipeline_tests
 (cd "$SAN_DIR" && ctest --output-on-failure -j 2 -L unit)
+
+TSAN_DIR="$ROOT/build-tsan"
+cmake -S "$ROOT" -B "$TSAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DMOGSERVE_SANITIZE=thread >/dev/null
+cmake --build "$TSAN_DIR" -j "${MOGSERVE_JOBS:-2}" --target pipeline_tests scheduler_tests
+(cd "$TSAN_DIR" && ctest --output-on-failure -j 2 -L unit)
 
 FUZZ_DIR="$ROOT/build-fuzz"
 CXX=clang++ cmake -S "$ROOT" -B "$FUZZ_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

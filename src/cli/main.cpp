@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
       mogserve::cli::RegisterDetectCommand);
   add("bench", "Benchmarks (engine: forward-pass latency and throughput per batch size)",
       mogserve::cli::RegisterBenchCommand);
+  add("eval", "Accuracy: WIDER FACE AP (official protocol), FP32 vs BF16/FP16",
+      mogserve::cli::RegisterEvalCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

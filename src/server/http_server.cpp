@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -9,6 +10,7 @@
 
 #include "scheduler/outcome.h"
 #include "server/result_json.h"
+#include "server/web_ui.h"
 
 namespace mogserve::server {
 namespace {
@@ -102,10 +104,43 @@ std::string RouteLabel(const std::string& path) {
   return "other";
 }
 
+// cpp-httplib's Server::stop() closes the listening socket and also makes every worker drop
+// its connection unread: connections accepted but still waiting for a free worker, and the next
+// request on a keep-alive connection, would be reset instead of answered. So Stop() shuts the
+// listening socket down itself: accept() fails, the accept loop ends, and the workers still
+// serve every connection already accepted before Serve returns. The socket is the one given to
+// the socket-options hook (cpp-httplib calls it only for the listening socket).
+class DrainingServer : public httplib::Server {
+ public:
+  DrainingServer() {
+    set_socket_options([this](socket_t sock) {
+      httplib::default_socket_options(sock);
+      listen_fd_.store(sock);
+    });
+  }
+  // cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed when the shared
+  // library was built): a burst of more clients overflows it, and with SYN cookies the kernel
+  // then resets connections whose requests were already sent. Listening again on the bound
+  // socket raises the backlog (Linux caps it at net.core.somaxconn).
+  bool RaiseBacklog() {
+    const int fd = listen_fd_.load();
+    return fd >= 0 && ::listen(fd, SOMAXCONN) == 0;
+  }
+  // Stops accepting connections; the ones accepted are still served. False when nothing is
+  // bound (then cpp-httplib's own stop() must do).
+  bool StopListening() {
+    const int fd = listen_fd_.load();
+    return fd >= 0 && ::shutdown(fd, SHUT_RDWR) == 0;
+  }
+
+ private:
+  std::atomic<int> listen_fd_{-1};
+};
+
 }  // namespace
 
 HttpServer::HttpServer(ServerOptions options)
-    : options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
+    : options_(std::move(options)), http_(std::make_unique<DrainingServer>()) {
   const int workers = std::max(1, options_.max_connections);
   http_->new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
   http_->set_payload_max_length(static_cast<size_t>(options_.limits.max_body_bytes));
@@ -117,18 +152,20 @@ HttpServer::HttpServer(ServerOptions options)
 HttpServer::~HttpServer() = default;
 
 StatusOr<int> HttpServer::Bind() {
-  if (options_.port == 0) {
-    const int port = http_->bind_to_any_port(options_.host);
+  int port = options_.port;
+  if (port == 0) {
+    port = http_->bind_to_any_port(options_.host);
     if (port <= 0) return FailedPrecondition("cannot bind " + options_.host + " to any port");
-    return port;
-  }
-  if (!http_->bind_to_port(options_.host, options_.port)) {
+  } else if (!http_->bind_to_port(options_.host, options_.port)) {
     return FailedPrecondition(
         "cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
         " (in use, or not an address of this machine); choose another --port or "
         "--host");
   }
-  return options_.port;
+  if (!static_cast<DrainingServer&>(*http_).RaiseBacklog()) {
+    spdlog::warn("cannot raise the listen backlog: bursts of connections may be reset");
+  }
+  return port;
 }
 
 void HttpServer::Serve() {
@@ -136,8 +173,9 @@ void HttpServer::Serve() {
 }
 
 void HttpServer::Stop() {
-  stopped_ = true;
-  http_->stop();
+  if (stopped_.exchange(true)) return;
+  // Not http_->stop(): see DrainingServer. The accept loop then closes the socket itself.
+  if (!static_cast<DrainingServer&>(*http_).StopListening()) http_->stop();
 }
 
 void HttpServer::SetPipeline(pipeline::Pipeline* pipeline, std::vector<engine::Engine*> engines,
@@ -152,6 +190,8 @@ void HttpServer::InstallRoutes() {
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     request_start = Clock::now();
+    // While draining, close each connection after its answer (no new request on keep-alive).
+    if (stopped_) res.set_header("Connection", "close");
     if (!options_.cors_origin.empty()) {
       res.set_header("Access-Control-Allow-Origin", options_.cors_origin);
       res.set_header("Vary", "Origin");
@@ -179,8 +219,13 @@ void HttpServer::InstallRoutes() {
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
-  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+  // Counted just before the response is written (the logger runs after): a client that scrapes
+  // /metrics once it has its answer sees that answer counted.
+  http.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     metrics_.OnHttpResponse(RouteLabel(req.path), res.status);
+  });
+
+  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     if (options_.access_log == ServerOptions::AccessLog::kOff) return;
     const double ms =
         std::chrono::duration<double, std::milli>(Clock::now() - request_start).count();
@@ -233,7 +278,10 @@ void HttpServer::InstallRoutes() {
   });
 
   http.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-    if (ready()) {
+    if (stopped_) {
+      res.status = 503;
+      res.set_content("{\"ready\":false,\"reason\":\"shutting down\"}", kJson);
+    } else if (ready()) {
       res.set_content("{\"ready\":true}", kJson);
     } else {
       res.status = 503;
@@ -336,6 +384,8 @@ void HttpServer::InstallRoutes() {
     }
     res.set_content(ToJsonLine({{"results", list}}), kJson);
   });
+
+  InstallWebUi(http);  // GET / and /ui/...: the web UI, embedded at build time
 }
 
 }  // namespace mogserve::server

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 extern char** environ;
 
@@ -154,6 +155,180 @@ ProcessResult RunProcess(const std::string& program, const std::vector<std::stri
     result.term_signal = WTERMSIG(status);
   }
   return result;
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0 && !reaped_) {
+    kill(pid_, SIGKILL);
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
+  }
+  if (reader_.joinable()) reader_.join();
+}
+
+bool ChildProcess::Start(const std::string& program, const std::vector<std::string>& args,
+                         const ProcessOptions& options) {
+  std::vector<std::string> argv_strings = {program};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<std::string> env_strings = BuildEnvironment(options);
+  std::vector<char*> argv = ToCharPointers(argv_strings);
+  std::vector<char*> envp = ToCharPointers(env_strings);
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
+    spawn_error_ = std::string("pipe: ") + std::strerror(errno);
+    return false;
+  }
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    spawn_error_ = std::string("pipe: ") + std::strerror(errno);
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    return false;
+  }
+  const pid_t pid = fork();
+  if (pid == 0) {
+    ExecChild(out_pipe[1], err_pipe[1], options.cwd.empty() ? nullptr : options.cwd.c_str(),
+              program.c_str(), argv.data(), envp.data());
+  }
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (pid < 0) {
+    spawn_error_ = std::string("fork: ") + std::strerror(errno);
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    return false;
+  }
+  pid_ = pid;
+  reader_ = std::thread([this, out_fd = out_pipe[0], err_fd = err_pipe[0]] {
+    ReadLoop(out_fd, err_fd);
+    close(out_fd);
+    close(err_fd);
+  });
+  return true;
+}
+
+void ChildProcess::ReadLoop(int out_fd, int err_fd) {
+  pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+  std::string partial[2];
+  int open_count = 2;
+  char buf[65536];
+  auto add_line = [this](std::string line) {
+    std::lock_guard<std::mutex> lock(mu_);
+    lines_.push_back(std::move(line));
+    cv_.notify_all();
+  };
+  while (open_count > 0) {
+    const int ready = poll(fds, 2, 1000);
+    if (ready < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2 && ready > 0; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      const ssize_t got = read(fds[i].fd, buf, sizeof(buf));
+      if (got > 0) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          (i == 0 ? out_ : err_).append(buf, static_cast<size_t>(got));
+        }
+        partial[i].append(buf, static_cast<size_t>(got));
+        for (size_t nl; (nl = partial[i].find('\n')) != std::string::npos;) {
+          add_line(partial[i].substr(0, nl));
+          partial[i].erase(0, nl + 1);
+        }
+      } else if (got == 0 || errno != EINTR) {
+        fds[i].fd = -1;
+        --open_count;
+      }
+    }
+  }
+  for (std::string& rest : partial) {
+    if (!rest.empty()) add_line(std::move(rest));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  output_closed_ = true;
+  cv_.notify_all();
+}
+
+std::optional<std::string> ChildProcess::WaitForLine(
+    const std::function<bool(const std::string&)>& match, std::chrono::milliseconds timeout,
+    size_t from_line) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock<std::mutex> lock(mu_);
+  size_t next = from_line;
+  while (true) {
+    for (; next < lines_.size(); ++next) {
+      if (match(lines_[next])) return lines_[next];
+    }
+    if (output_closed_) return std::nullopt;
+    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && next == lines_.size()) {
+      return std::nullopt;
+    }
+  }
+}
+
+std::vector<std::string> ChildProcess::Lines() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lines_;
+}
+
+size_t ChildProcess::line_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lines_.size();
+}
+
+bool ChildProcess::Signal(int signal) {
+  if (pid_ <= 0 || reaped_) return false;
+  return kill(pid_, signal) == 0;
+}
+
+int64_t ChildProcess::ResidentBytes() const {
+  if (pid_ <= 0 || reaped_) return -1;
+  std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // "... kB"
+  }
+  return -1;
+}
+
+void ChildProcess::Reap(int status) {
+  reaped_ = true;
+  if (WIFEXITED(status)) {
+    result_.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result_.term_signal = WTERMSIG(status);
+  }
+}
+
+bool ChildProcess::Running() {
+  if (pid_ <= 0 || reaped_) return false;
+  int status = 0;
+  const pid_t done = waitpid(pid_, &status, WNOHANG);
+  if (done == pid_) {
+    Reap(status);
+    return false;
+  }
+  return done == 0;
+}
+
+ProcessResult ChildProcess::Wait(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (Running()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      result_.timed_out = true;
+      kill(pid_, SIGKILL);
+      int status = 0;
+      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+      Reap(status);
+      break;
+    }
+    usleep(10'000);
+  }
+  if (pid_ <= 0) result_.spawn_error = spawn_error_.empty() ? "not started" : spawn_error_;
+  if (reader_.joinable()) reader_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  result_.out = out_;
+  result_.err = err_;
+  return result_;
 }
 
 }  // namespace mogserve::e2e

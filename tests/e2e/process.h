@@ -2,8 +2,16 @@
 // end-to-end tests drive the real mogserve binary through this.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -39,5 +47,62 @@ struct ProcessResult {
 // deadlock the child. Not thread-safe with respect to the process environment (reads environ).
 ProcessResult RunProcess(const std::string& program, const std::vector<std::string>& args,
                          const ProcessOptions& options = {});
+
+// A child process running in the background (a server under test): started with pipes on stdout
+// and stderr that a reader thread drains into lines, so the child never blocks on a full pipe.
+// The test can wait for a line, send signals, read the child's resident memory, and wait for it
+// to exit. The destructor kills (SIGKILL) a child that is still running and reaps it.
+// Thread-safe: the lines may be read while the reader thread appends to them.
+class ChildProcess {
+ public:
+  ChildProcess() = default;
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  // Starts `program` with `args`; stdin is /dev/null. False (and spawn_error()) when it cannot
+  // be started. options.timeout is not used: every wait below takes its own.
+  bool Start(const std::string& program, const std::vector<std::string>& args,
+             const ProcessOptions& options = {});
+
+  pid_t pid() const { return pid_; }
+  const std::string& spawn_error() const { return spawn_error_; }
+
+  // Waits until a line of stdout or stderr (both are searched, in arrival order) satisfies
+  // `match`; returns that line. nullopt when the child closed its output or the timeout passed
+  // first. Lines before `from_line` are skipped (see line_count).
+  std::optional<std::string> WaitForLine(const std::function<bool(const std::string&)>& match,
+                                         std::chrono::milliseconds timeout, size_t from_line = 0);
+  // Lines seen so far, stdout and stderr interleaved as they arrived.
+  std::vector<std::string> Lines() const;
+  size_t line_count() const;
+
+  // Sends `signal`; false when the child has already been reaped.
+  bool Signal(int signal);
+  // The child's resident set size (VmRSS in /proc/PID/status), in bytes; -1 when unknown.
+  int64_t ResidentBytes() const;
+  // Whether the child is still running (not yet exited, or exited but not yet reaped by Wait).
+  bool Running();
+
+  // Waits for the child to exit; after `timeout` kills it (SIGKILL). The result holds the exit
+  // status and everything the child wrote. Call once.
+  ProcessResult Wait(std::chrono::milliseconds timeout);
+
+ private:
+  void ReadLoop(int out_fd, int err_fd);
+  void Reap(int status);
+
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  ProcessResult result_;
+  std::string spawn_error_;
+  std::thread reader_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;      // a line arrived, or the output closed
+  std::vector<std::string> lines_;  // guarded by mu_
+  std::string out_, err_;           // everything read so far; guarded by mu_
+  bool output_closed_ = false;      // guarded by mu_
+};
 
 }  // namespace mogserve::e2e

@@ -1,0 +1,56 @@
+// Pieces `mogserve eval widerface` and `mogserve eval compare` share: the detection flags, model
+// loading and one pass over a list of images. Internal to src/cli/.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "eval/wider_predictions.h"
+#include "pipeline/offline_detector.h"
+
+namespace mogserve::cli::eval_cli {
+
+// Flags both subcommands share: how detection runs.
+struct RunFlags {
+  int batch_size = 8;
+  int decode_threads = 0;
+  int64_t max_pixels = 50'000'000;
+  bool quiet = false;
+  EngineFlags engine;
+  InputFlags input;
+};
+
+// --batch-size, --decode-threads, --max-pixels, -q, the engine and the input flags.
+void AddRunFlags(CLI::App& app, RunFlags& flags);
+
+// How the model's (x1, y1, x2, y2) are meant, for the WIDER width.
+eval::BoxCorners CornersOf(const engine::EngineInfo& info);
+
+// A loaded engine plus the options derived from it and the flags.
+struct LoadedModel {
+  std::unique_ptr<engine::Engine> engine;
+  pipeline::OfflineOptions options;
+};
+// Loads the model; on failure prints the error and sets `exit_code`.
+std::optional<LoadedModel> LoadModel(const RunFlags& flags, int& exit_code);
+
+// Runs `sources` through the offline pipeline (or, with `tta` "paper", "hard" or "flip", the TTA
+// plan one image at a time) with a progress bar on stderr; `on_result` sees every result in
+// input order. Returns the seconds taken.
+double RunSources(LoadedModel& model, std::vector<pipeline::ImageSource> sources,
+                  const std::string& tta, int tta_max_side, bool quiet,
+                  const std::function<void(const pipeline::SourceResult&)>& on_result);
+
+// Writes `j` (indented) to `path`; false (after printing why) when it cannot.
+bool WriteJsonFile(const std::string& path, const nlohmann::json& j);
+
+// Adds `compare` to the `eval` command; the runner runs it.
+CommandRunner RegisterCompare(CLI::App& eval);
+
+}  // namespace mogserve::cli::eval_cli
