@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Quick start, the main job: set up, build, and detect faces in the bundled sample photos.
+# Quick start, the main job: set up, build, and start the server with the embedded default model
+# (SSD-MobileNetV1) on http://127.0.0.1:7860/ — open it in a browser for the web UI, or POST
+# images to /v1/detect. Extra arguments go to `mogserve serve` (e.g. --port 8080, --host 0.0.0.0).
+# Ctrl-C stops it after answering the requests already accepted.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$ROOT/scripts/setup.sh"
 "$ROOT/scripts/build.sh"
-mkdir -p "$ROOT/out"
-"$ROOT/build/mogserve" detect "$ROOT/tests/data/photos" --model-dir "$ROOT/models/ssd_mobilenetv1" \
-  --annotate "$ROOT/out/annotated" "$@"
-echo "annotated photos: $ROOT/out/annotated" >&2
+exec "$ROOT/build/mogserve" serve --model-dir "$ROOT/models/ssd_mobilenetv1" "$@"
