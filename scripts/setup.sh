@@ -34,6 +34,7 @@ DEBIAN_PACKAGES=(
   clang libclang-rt-14-dev  # libFuzzer for the request/image parsing fuzz target
   python3-torch  # the independent MogFace reference (tests/reference) and tools/*.py
   chromium openssl  # the browser tests (tests/browser), driven by playwright-core
+  gnuplot-nox  # mogserve eval widerface draws its PR curves with it (optional at run time)
 )
 
 say() { printf 'setup: %s\n' "$*" >&2; }

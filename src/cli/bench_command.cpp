@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "bench/engine_bench.h"
+#include "cli/bench_pipeline_command.h"
 #include "cli/commands.h"
 
 namespace mogserve::cli {
@@ -184,7 +185,12 @@ CommandRunner RegisterBenchCommand(CLI::App& app) {
   AddMogFaceFlags(*engine, *flags);
   engine->add_option("--json", flags->json_path, "Also write the results as JSON here");
   engine->add_option("--markdown", flags->markdown_path, "Also write the Markdown table here");
-  return [flags] { return RunEngineBenchCommand(*flags); };
+  CommandRunner pipeline = RegisterBenchPipelineCommand(app);
+  CommandRunner serve = RegisterBenchServeCommand(app);
+  return [flags, engine, pipeline, serve, &app] {
+    if (engine->parsed()) return RunEngineBenchCommand(*flags);
+    return app.got_subcommand("pipeline") ? pipeline() : serve();
+  };
 }
 
 }  // namespace mogserve::cli

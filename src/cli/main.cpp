@@ -17,7 +17,9 @@ int main(int argc, char** argv) {
       mogserve::cli::RegisterServeCommand);
   add("detect", "Detect faces in image files and folders (JSON lines out)",
       mogserve::cli::RegisterDetectCommand);
-  add("bench", "Benchmarks (engine: forward-pass latency and throughput per batch size)",
+  add("bench",
+      "Benchmarks: engine (forward passes vs the machine's peak), pipeline (scheduler policies "
+      "under load, in-process), serve (HTTP vs in-process)",
       mogserve::cli::RegisterBenchCommand);
   add("eval", "Accuracy: WIDER FACE AP (official protocol), FP32 vs BF16/FP16",
       mogserve::cli::RegisterEvalCommand);
