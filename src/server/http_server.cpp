@@ -146,6 +146,10 @@ HttpServer::HttpServer(ServerOptions options)
   http_->set_payload_max_length(static_cast<size_t>(options_.limits.max_body_bytes));
   http_->set_read_timeout(options_.read_timeout_s, 0);
   http_->set_keep_alive_max_count(100);
+  // Replies are written in pieces (headers, body); without TCP_NODELAY, Nagle's algorithm holds
+  // the last piece until the client's delayed ACK (~40 ms on Linux loopback) — measured as a
+  // 55 ms per-request overhead at concurrency 1 before this line.
+  http_->set_tcp_nodelay(true);
   InstallRoutes();
 }
 
