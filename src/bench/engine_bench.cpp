@@ -162,7 +162,9 @@ nlohmann::json RowJson(const EngineBenchRow& row) {
     rj.update({{"ms_per_image", ref.ms_per_image},
                {"speedup", ref.speedup},
                {"fp32_ms_per_image", ref.fp32_ms_per_image},
-               {"speedup_vs_fp32", ref.speedup_vs_fp32}});
+               {"speedup_vs_fp32", ref.speedup_vs_fp32},
+               {"speedup_best", ref.speedup_best},
+               {"speedup_vs_fp32_best", ref.speedup_vs_fp32_best}});
     j["reference"] = rj;
   }
   return j;

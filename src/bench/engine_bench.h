@@ -40,6 +40,10 @@ struct ReferenceComparison {
   double speedup = 0;            // reference ms/image / ours, same precision
   double fp32_ms_per_image = 0;  // the reference in FP32
   double speedup_vs_fp32 = 0;    // reference FP32 ms/image / ours (the BF16 target)
+  // The same two ratios from the fastest pass of each side, which contention on a shared
+  // machine disturbs least.
+  double speedup_best = 0;
+  double speedup_vs_fp32_best = 0;
 };
 
 struct EngineBenchRow {

@@ -168,11 +168,13 @@ void CompareWithReference(const std::map<RowKey, LatencyStats>& reference_rows,
       ref.latency = same->second;
       ref.ms_per_image = same->second.mean_ms / row.batch;
       ref.speedup = ref.ms_per_image / row.ms_per_image;
+      ref.speedup_best = same->second.min_ms / row.batch_latency.min_ms;
     }
     if (fp32 == reference_rows.end()) continue;
     ref.measured = true;
     ref.fp32_ms_per_image = fp32->second.mean_ms / row.batch;
     ref.speedup_vs_fp32 = ref.fp32_ms_per_image / row.ms_per_image;
+    ref.speedup_vs_fp32_best = fp32->second.min_ms / row.batch_latency.min_ms;
     double& lo = row.precision == "fp32" ? report.fp32_speedup_min : report.bf16_speedup_min;
     double& hi = row.precision == "fp32" ? report.fp32_speedup_max : report.bf16_speedup_max;
     bool& first = row.precision == "fp32" ? first_fp32 : first_bf16;
@@ -224,8 +226,9 @@ std::string MogFaceBenchMarkdown(const EngineBenchReport& r) {
   out += "  \nReference: " + r.reference + "\n\n";
   out +=
       "| size | precision | batch | mean ms | min | max | ms/image | images/s | GMAC/image | "
-      "GFLOP/s | % of peak | model MiB | peak MiB | ref ms/image | × ref | × FP32 ref |\n"
-      "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "GFLOP/s | % of peak | model MiB | peak MiB | ref ms/image | × ref | × FP32 ref | × FP32 "
+      "ref, best pass |\n"
+      "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const EngineBenchRow& row : r.rows) {
     const LatencyStats& s = row.batch_latency;
     std::snprintf(
@@ -238,16 +241,17 @@ std::string MogFaceBenchMarkdown(const EngineBenchReport& r) {
         static_cast<double>(row.memory_peak_bytes) / (1 << 20));
     out += buf;
     const ReferenceComparison& ref = row.reference;
-    for (const std::string& cell : {Number(ref.ms_per_image, "%.1f"), Number(ref.speedup, "%.2f×"),
-                                    Number(ref.speedup_vs_fp32, "%.2f×")}) {
+    for (const std::string& cell :
+         {Number(ref.ms_per_image, "%.1f"), Number(ref.speedup, "%.2f×"),
+          Number(ref.speedup_vs_fp32, "%.2f×"), Number(ref.speedup_vs_fp32_best, "%.2f×")}) {
       out.append(" ").append(cell).append(" |");
     }
     out += "\n";
   }
   if (r.reference_measured) {
     std::snprintf(buf, sizeof(buf),
-                  "\nAgainst the eager FP32 reference: FP32 %.2f×–%.2f× (target ≥ 1.3×), BF16 "
-                  "%.2f×–%.2f× (target ≥ 2.5×)\n",
+                  "\nAgainst the eager FP32 reference (mean pass times): "
+                  "FP32 %.2f×–%.2f× (target ≥ 1.3×), BF16 %.2f×–%.2f× (target ≥ 2.5×)\n",
                   r.fp32_speedup_min, r.fp32_speedup_max, r.bf16_speedup_min, r.bf16_speedup_max);
     out += buf;
   }

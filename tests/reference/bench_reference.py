@@ -16,9 +16,11 @@ torch.nn.functional on a state_dict, BatchNorm unfolded, NCHW (contiguous) memor
 Precisions:
 * fp32: the reference as is.
 * bf16: the same code under torch.autocast("cpu", dtype=torch.bfloat16), which is how a PyTorch
-  user gets BF16 on CPU without rewriting the model: convolutions run in BF16, the ops on
-  autocast's FP32 list (group_norm among them in torch 1.13) in FP32, the rest in the dtype of
-  their input.
+  user gets BF16 on CPU without rewriting the model: convolutions run in BF16, batch_norm takes
+  the BF16 activations with its FP32 parameters, the rest runs in the dtype of its input. One
+  patch: torch 1.13's CPU autocast does not list group_norm, whose kernel then refuses BF16
+  input with FP32 affine parameters, so group_norm gets its input in FP32 here (as the C++ engine
+  keeps GroupNorm statistics in FP32) and the next convolution casts back to BF16.
 
 Writes JSON {torch, threads, bf16_mode, rows: [{size, precision, batch, warmup, samples_ms}],
 max_rss_bytes}; progress on stderr. Exit status 2 on bad arguments or weights.
@@ -41,7 +43,17 @@ sys.dont_write_bytecode = True  # keep __pycache__ out of the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mogface_ref as ref  # noqa: E402
 
-BF16_MODE = "torch.autocast(cpu, bfloat16) over the FP32 reference"
+BF16_MODE = ("torch.autocast(cpu, bfloat16) over the FP32 reference, group_norm input cast to "
+             "FP32")
+_GROUP_NORM = ref.F.group_norm
+
+
+def _group_norm_fp32(x, num_groups, weight=None, bias=None, eps=1e-5):
+    """F.group_norm on an FP32 input (a no-op cast outside autocast); see the docstring."""
+    return _GROUP_NORM(x.float(), num_groups, weight, bias, eps)
+
+
+ref.F.group_norm = _group_norm_fp32
 
 
 def _int_list(text: str) -> list:
