@@ -8,6 +8,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "cli/input_files.h"
 #include "cli/progress_bar.h"
 #include "common/clock.h"
 #include "common/file_util.h"
@@ -39,40 +40,6 @@ struct DetectFlags {
   EngineFlags engine;
   InputFlags input;
 };
-
-bool IsImageExtension(const fs::path& p) {
-  std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
-  return ext == ".jpg" || ext == ".jpeg" || ext == ".jpe" || ext == ".png" || ext == ".webp";
-}
-
-struct Input {
-  pipeline::ImageSource source;
-  std::string relative;  // name under --annotate
-};
-
-// Expands folders (recursively, image extensions only, sorted) and keeps named files as given.
-std::vector<Input> CollectInputs(const std::vector<std::string>& paths) {
-  std::vector<Input> inputs;
-  for (const std::string& arg : paths) {
-    std::error_code ec;
-    if (fs::is_directory(arg, ec)) {
-      std::vector<fs::path> found;
-      for (auto it = fs::recursive_directory_iterator(
-               arg, fs::directory_options::skip_permission_denied, ec);
-           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (it->is_regular_file(ec) && IsImageExtension(it->path())) found.push_back(it->path());
-      }
-      std::sort(found.begin(), found.end());
-      for (const fs::path& p : found) {
-        inputs.push_back({{p.string(), p.string(), {}}, fs::relative(p, arg).string()});
-      }
-    } else {
-      inputs.push_back({{arg, arg, {}}, fs::path(arg).filename().string()});
-    }
-  }
-  return inputs;
-}
 
 // DIR/relative with a .jpg extension; inputs that would land on the same file (x.png and x.jpg,
 // or two named files a/x.jpg and b/x.jpg) get "_2", "_3", ... so none overwrites another.
@@ -155,7 +122,7 @@ pipeline::SourceResult DetectWithTta(engine::Engine& engine, const pipeline::Ima
 }
 
 int RunDetect(const DetectFlags& flags) {
-  std::vector<Input> inputs = CollectInputs(flags.paths);
+  std::vector<InputFile> inputs = CollectInputFiles(flags.paths);
   auto engine_options = ToEngineOptions(flags.engine);
   if (!engine_options.ok()) {
     std::cerr << "error: " << engine_options.status().message() << "\n";
@@ -212,9 +179,9 @@ int RunDetect(const DetectFlags& flags) {
 
   std::vector<pipeline::ImageSource> sources;
   std::map<std::string, std::string> relative_of;
-  for (Input& in : inputs) {
-    relative_of[in.source.id] = in.relative;
-    sources.push_back(std::move(in.source));
+  for (const InputFile& in : inputs) {
+    relative_of[in.path] = in.relative;
+    sources.push_back({in.path, in.path, {}});
   }
   const bool tty = isatty(STDERR_FILENO) && !flags.quiet;
   ProgressBar bar(static_cast<int64_t>(sources.size()), "img", tty);

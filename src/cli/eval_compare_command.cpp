@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/eval_support.h"
+#include "cli/input_files.h"
 #include "common/file_util.h"
 #include "eval/precision_compare.h"
 
@@ -28,33 +29,6 @@ struct CompareFlags {
 };
 
 // ---------------------------------------------------------------- eval compare
-
-bool IsImageExtension(const fs::path& p) {
-  std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
-  return ext == ".jpg" || ext == ".jpeg" || ext == ".jpe" || ext == ".png" || ext == ".webp";
-}
-
-// Files as given; folders searched recursively for images, sorted.
-std::vector<pipeline::ImageSource> CollectImages(const std::vector<std::string>& paths) {
-  std::vector<pipeline::ImageSource> sources;
-  for (const std::string& arg : paths) {
-    std::error_code ec;
-    if (!fs::is_directory(arg, ec)) {
-      sources.push_back({arg, arg, {}});
-      continue;
-    }
-    std::vector<fs::path> found;
-    for (auto it = fs::recursive_directory_iterator(
-             arg, fs::directory_options::skip_permission_denied, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (it->is_regular_file(ec) && IsImageExtension(it->path())) found.push_back(it->path());
-    }
-    std::sort(found.begin(), found.end());
-    for (const fs::path& p : found) sources.push_back({p.string(), p.string(), {}});
-  }
-  return sources;
-}
 
 // tests/data/ground_truth.json: {"photo.jpg": [[x1, y1, x2, y2], ...], ...}; keys starting with
 // '_' are comments.
@@ -193,7 +167,9 @@ int RunCompare(const CompareFlags& flags) {
     }
     gt = std::move(*read);
   }
-  const std::vector<pipeline::ImageSource> sources = CollectImages(flags.paths);
+  std::vector<pipeline::ImageSource> sources;
+  for (const InputFile& in : CollectInputFiles(flags.paths))
+    sources.push_back({in.path, in.path, {}});
   std::vector<PrecisionRun> runs(precisions->size());
   for (size_t i = 0; i < runs.size(); ++i) {
     int exit_code = kExitOk;
