@@ -10,7 +10,6 @@
 #include "cli/commands.h"
 #include "cli/input_files.h"
 #include "cli/progress_bar.h"
-#include "common/clock.h"
 #include "common/file_util.h"
 #include "image/draw.h"
 #include "image/encode.h"
@@ -81,44 +80,10 @@ Status WriteAnnotated(const std::string& path, const DetectResult& result, const
 // --tta: the paper's multi-scale + flip + box-voting test (pipeline/tta.h), one image at a time;
 // for accuracy work, not throughput.
 pipeline::TtaOptions ToTtaOptions(const DetectFlags& flags, const DetectOptions& detect) {
-  pipeline::TtaOptions o = flags.tta == "flip"   ? pipeline::TtaOptions::FlipOnly()
-                           : flags.tta == "hard" ? pipeline::TtaOptions::Paper(true)
-                                                 : pipeline::TtaOptions::Paper(false);
+  pipeline::TtaOptions o = pipeline::TtaOptions::Named(flags.tta);
   o.max_side_px = flags.tta_max_side;
   o.max_faces = detect.max_faces;
   return o;
-}
-
-pipeline::SourceResult DetectWithTta(engine::Engine& engine, const pipeline::ImageSource& source,
-                                     const image::DecodeOptions& decode_options,
-                                     const pipeline::TtaOptions& tta, float score_threshold) {
-  pipeline::SourceResult r;
-  r.id = source.id;
-  const auto start = SteadyClock::now();
-  auto bytes = ReadFileBytes(source.path);
-  auto decoded = bytes.ok() ? image::Decode(*bytes, decode_options)
-                            : StatusOr<image::DecodedImage>(bytes.status());
-  if (!decoded.ok()) {
-    r.status = decoded.status();
-    return r;
-  }
-  r.result.width = decoded->width;
-  r.result.height = decoded->height;
-  r.result.timing.decode_ms = MillisecondsSince(start);
-  const auto run_start = SteadyClock::now();
-  auto faces =
-      pipeline::DetectWithTta(engine, decoded->image, decoded->width, decoded->height, tta);
-  r.result.timing.inference_ms = MillisecondsSince(run_start);
-  r.result.timing.batch_size = 1;
-  if (!faces.ok()) {
-    r.status = faces.status();
-    return r;
-  }
-  // The passes keep every face above 0.01 for voting; the user's threshold applies to the result.
-  for (const Detection& d : *faces) {
-    if (d.score > score_threshold) r.result.faces.push_back(d);
-  }
-  return r;
 }
 
 int RunDetect(const DetectFlags& flags) {
@@ -221,8 +186,8 @@ int RunDetect(const DetectFlags& flags) {
   } else {
     const pipeline::TtaOptions tta = ToTtaOptions(flags, options.detect);
     for (const pipeline::ImageSource& source : sources) {
-      on_result(
-          DetectWithTta(**engine, source, options.decode, tta, options.detect.score_threshold));
+      on_result(pipeline::DetectSourceWithTta(**engine, source, options.decode, tta,
+                                              options.detect.score_threshold));
     }
   }
   out.flush();

@@ -16,7 +16,6 @@
 #include "cli/eval_support.h"
 #include "cli/progress_bar.h"
 #include "common/clock.h"
-#include "common/file_util.h"
 #include "eval/pr_curve_report.h"
 #include "eval/wider_evaluator.h"
 #include "eval/wider_predictions.h"
@@ -29,33 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-// One image through the TTA plan (pipeline/tta.h), decoded at full size.
-pipeline::SourceResult DetectWithTta(engine::Engine& engine, const pipeline::ImageSource& source,
-                                     const image::DecodeOptions& decode_options,
-                                     const pipeline::TtaOptions& tta, float score_threshold) {
-  pipeline::SourceResult r;
-  r.id = source.id;
-  auto bytes = ReadFileBytes(source.path);
-  auto decoded = bytes.ok() ? image::Decode(*bytes, decode_options)
-                            : StatusOr<image::DecodedImage>(bytes.status());
-  if (!decoded.ok()) {
-    r.status = decoded.status();
-    return r;
-  }
-  r.result.width = decoded->width;
-  r.result.height = decoded->height;
-  auto faces =
-      pipeline::DetectWithTta(engine, decoded->image, decoded->width, decoded->height, tta);
-  if (!faces.ok()) {
-    r.status = faces.status();
-    return r;
-  }
-  for (const Detection& d : *faces) {
-    if (d.score > score_threshold) r.result.faces.push_back(d);
-  }
-  return r;
-}
 
 }  // namespace
 
@@ -139,14 +111,12 @@ double RunSources(LoadedModel& model, std::vector<pipeline::ImageSource> sources
     pipeline::OfflineDetector detector(*model.engine, model.options);
     detector.Run(std::move(sources), handle);
   } else {
-    pipeline::TtaOptions o = tta == "flip"   ? pipeline::TtaOptions::FlipOnly()
-                             : tta == "hard" ? pipeline::TtaOptions::Paper(true)
-                                             : pipeline::TtaOptions::Paper(false);
+    pipeline::TtaOptions o = pipeline::TtaOptions::Named(tta);
     o.max_side_px = tta_max_side;
     o.max_faces = model.options.detect.max_faces;
     for (const pipeline::ImageSource& s : sources) {
-      handle(DetectWithTta(*model.engine, s, model.options.decode, o,
-                           model.options.detect.score_threshold));
+      handle(pipeline::DetectSourceWithTta(*model.engine, s, model.options.decode, o,
+                                           model.options.detect.score_threshold));
     }
   }
   bar.Finish(extra());

@@ -5,6 +5,9 @@
 #include <string>
 #include <utility>
 
+#include "common/clock.h"
+#include "common/file_util.h"
+#include "image/decode.h"
 #include "image/resize.h"
 
 namespace mogserve::pipeline {
@@ -362,6 +365,41 @@ StatusOr<std::vector<Detection>> DetectWithTta(engine::Engine& engine, const ima
     face.y2 = std::clamp(face.y2, 0.0f, max_y);
   }
   return faces;
+}
+
+TtaOptions TtaOptions::Named(std::string_view preset) {
+  if (preset == "flip") return FlipOnly();
+  return Paper(preset == "hard");
+}
+
+SourceResult DetectSourceWithTta(engine::Engine& engine, const ImageSource& source,
+                                 const image::DecodeOptions& decode_options,
+                                 const TtaOptions& options, float score_threshold) {
+  SourceResult r;
+  r.id = source.id;
+  const auto start = SteadyClock::now();
+  auto bytes = ReadFileBytes(source.path);
+  auto decoded = bytes.ok() ? image::Decode(*bytes, decode_options)
+                            : StatusOr<image::DecodedImage>(bytes.status());
+  if (!decoded.ok()) {
+    r.status = decoded.status();
+    return r;
+  }
+  r.result.width = decoded->width;
+  r.result.height = decoded->height;
+  r.result.timing.decode_ms = MillisecondsSince(start);
+  const auto run_start = SteadyClock::now();
+  auto faces = DetectWithTta(engine, decoded->image, decoded->width, decoded->height, options);
+  r.result.timing.inference_ms = MillisecondsSince(run_start);
+  r.result.timing.batch_size = 1;
+  if (!faces.ok()) {
+    r.status = faces.status();
+    return r;
+  }
+  for (const Detection& d : *faces) {
+    if (d.score > score_threshold) r.result.faces.push_back(d);
+  }
+  return r;
 }
 
 }  // namespace mogserve::pipeline

@@ -8,12 +8,14 @@
 #pragma once
 
 #include <limits>
+#include <string_view>
 #include <vector>
 
 #include "engine/engine.h"
 #include "image/image.h"
 #include "mogserve/detector.h"
 #include "mogserve/status.h"
+#include "pipeline/offline_detector.h"
 
 namespace mogserve::pipeline {
 
@@ -52,6 +54,8 @@ struct TtaOptions {
   static TtaOptions Paper(bool hard);
   // det0 + det1 at the original scale (m when the picture is huge), thresholds of Paper(false).
   static TtaOptions FlipOnly();
+  // The presets by the names the CLI takes (`--tta`): "paper", "hard", "flip".
+  static TtaOptions Named(std::string_view preset);
 };
 
 // One forward pass of the plan. Area = w·h in original pixels without +1 (w = x2 - x1), after
@@ -109,5 +113,12 @@ StatusOr<std::vector<Detection>> DetectWithTta(engine::Engine& engine, const ima
                                                int original_width, int original_height,
                                                const TtaOptions& options,
                                                TtaStats* stats = nullptr);
+
+// `detect --tta` and `eval --tta`: one source read from its path and decoded at full size, run
+// through DetectWithTta, with decode and TTA times; the passes keep every face above 0.01 for
+// voting, and `score_threshold` applies to the voted result.
+SourceResult DetectSourceWithTta(engine::Engine& engine, const ImageSource& source,
+                                 const image::DecodeOptions& decode_options,
+                                 const TtaOptions& options, float score_threshold);
 
 }  // namespace mogserve::pipeline
