@@ -10,6 +10,7 @@
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -85,6 +86,7 @@ struct Setup {
   std::vector<engine::Engine*> engines;
   ShapeBuckets buckets = ShapeBuckets::FixedSquare(512);
   std::vector<pipeline::LatencySample> seed;
+  std::optional<pipeline::BufferPlan> plan;  // caps batches per bucket (the knee), as serve does
   image::Image picture;
   int preprocess_threads = 1;
   int postprocess_threads = 1;
@@ -99,6 +101,7 @@ StatusOr<std::unique_ptr<Pipeline>> MakePipeline(const Setup& setup, scheduler::
   options.scheduler.max_batch_size = setup.max_batch_size;
   options.scheduler.max_delay = FromMs(setup.max_delay_ms);
   options.scheduler.queue_capacity_requests = 1024;
+  if (setup.plan) setup.plan->ApplyTo(&options.scheduler, /*pad_to_planned=*/false);
   options.latency_seed = setup.seed;
   options.preprocess_threads = setup.preprocess_threads;
   options.postprocess_threads = setup.postprocess_threads;
@@ -339,11 +342,13 @@ StatusOr<PipelineBenchReport> RunPipelineBench(const PipelineBenchOptions& o) {
   pipeline::BufferPlanOptions plan_options;
   plan_options.batch_sizes = sizes;
   plan_options.buckets = {setup.buckets.Place(o.image_width, o.image_height).bucket};
+  plan_options.throughput_knee = o.batch_knee;
   std::fprintf(stderr, "warm-up: measuring batch sizes on %s...\n", report.engine.c_str());
   MOGSERVE_ASSIGN_OR_RETURN(pipeline::BufferPlan plan,
                             pipeline::BufferPlan::Measure(*owned[0], setup.buckets, plan_options));
   std::fprintf(stderr, "%s", plan.Describe().c_str());
   setup.seed = plan.latency_samples();
+  setup.plan = plan;
   for (const pipeline::BufferPlanRow& row : plan.rows()) {
     if (!row.measured || row.latency_ms <= 0) continue;
     // Instances share nothing in the simulation; on a CPU they share the cores.
@@ -356,11 +361,14 @@ StatusOr<PipelineBenchReport> RunPipelineBench(const PipelineBenchOptions& o) {
   }
   for (auto& e : owned) setup.engines.push_back(e.get());
 
-  char settings[256];
+  char settings[320];
   std::snprintf(settings, sizeof(settings),
-                "max batch %d, max delay %.1f ms, %d instance(s), %d pre / %d post thread(s), "
+                "max batch %d, capped at %d by the throughput knee (%.2f), max delay %.1f ms, "
+                "%d instance(s), %d pre / %d post thread(s), "
                 "%dx%d pictures, %.1f s per point (first 20%% warm-up)",
-                o.max_batch_size, o.max_delay_ms, o.instances, o.preprocess_threads,
+                o.max_batch_size,
+                std::min(o.max_batch_size, plan.knee_batch_size(plan_options.buckets.front())),
+                o.batch_knee, o.max_delay_ms, o.instances, o.preprocess_threads,
                 o.postprocess_threads, o.image_width, o.image_height, o.seconds);
   report.settings = settings;
   std::fprintf(stderr, "capacity: %.1f images/s (batch %d)\n", report.capacity_per_s,

@@ -26,6 +26,9 @@ struct PipelineBenchOptions {
   double seconds = 6.0;
   int max_batch_size = 16;
   double max_delay_ms = 5.0;
+  // The buffer plan's throughput knee (BufferPlanOptions::throughput_knee): batches are capped
+  // where the warm-up's images/s stop rising, as `mogserve serve --batch-knee` does.
+  double batch_knee = 0.95;
   int instances = 1;
   int preprocess_threads = 1;
   int postprocess_threads = 1;

@@ -18,6 +18,7 @@ struct BenchPipelineFlags {
   double seconds = 6.0;
   int max_batch_size = 16;
   double max_delay_ms = 5.0;
+  double batch_knee = 0.95;
   int instances = 1;
   int preprocess_threads = 1;
   double sim_intercept_ms = 5.0;
@@ -56,6 +57,7 @@ int RunBenchPipeline(BenchPipelineFlags flags, const CLI::App& app) {
   options.seconds = flags.seconds;
   options.max_batch_size = flags.max_batch_size;
   options.max_delay_ms = flags.max_delay_ms;
+  options.batch_knee = flags.batch_knee;
   options.instances = flags.instances;
   options.preprocess_threads = flags.preprocess_threads;
   options.sim_intercept_ms = flags.sim_intercept_ms;
@@ -116,6 +118,11 @@ CommandRunner RegisterBenchPipelineCommand(CLI::App& bench_app) {
   app->add_option("--max-delay-ms", flags->max_delay_ms, "Longest wait to grow a batch")
       ->check(CLI::Range(0.0, 10000.0))
       ->capture_default_str();
+  app->add_option("--batch-knee", flags->batch_knee,
+                  "Cap batches at the smallest warm-up batch size reaching this fraction of the "
+                  "best measured throughput (0: --max-batch-size only)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app->add_option("--instances", flags->instances, "Engine instances (one worker thread each)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();

@@ -105,6 +105,10 @@ void AddServeFlags(CLI::App& app, ServeFlags& f) {
   Flag(app, "--memory-fraction", f.memory_fraction,
        "Share of RAM (CPU) or device memory the buffer plan may use")
       ->check(CLI::Range(0.01, 1.0));
+  Flag(app, "--batch-knee", f.batch_knee,
+       "Cap each bucket's batch at the smallest warm-up batch size reaching this fraction of the "
+       "best measured throughput (bigger batches add latency, not throughput); 0 = memory only")
+      ->check(CLI::Range(0.0, 1.0));
   Flag(app, "--plan-batch-sizes", f.plan_batch_sizes,
        "Batch sizes the start-up warm-up measures (capped by --max-batch-size)")
       ->delimiter(',')
@@ -146,6 +150,7 @@ StatusOr<ServingPipeline> StartPipeline(const ServeFlags& flags, const LoadedEng
   }
   if (plan_options.batch_sizes.empty()) plan_options.batch_sizes = {1};
   plan_options.memory_fraction = flags.memory_fraction;
+  plan_options.throughput_knee = flags.batch_knee;
   auto plan = pipeline::BufferPlan::Measure(*loaded.engines.front(), loaded.buckets, plan_options);
   if (!plan.ok()) {
     return Status(plan.status().code(), "warm-up failed: " + plan.status().ToString());

@@ -45,6 +45,7 @@ struct ServeFlags {
   int workers = 0;  // decode threads; 0 = half the cores
   int post_threads = 1;
   double memory_fraction = 0.8;
+  double batch_knee = 0.95;
   std::vector<int> plan_batch_sizes = {1, 2, 4, 8, 16};
 };
 

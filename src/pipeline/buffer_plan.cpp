@@ -1,6 +1,7 @@
 #include "pipeline/buffer_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace mogserve::pipeline {
@@ -29,6 +30,9 @@ Status Validate(const ShapeBuckets& buckets, const BufferPlanOptions& o,
   }
   if (o.memory_fraction <= 0 || o.memory_fraction > 1) {
     return InvalidArgument("memory fraction must be in (0, 1]");
+  }
+  if (o.throughput_knee < 0 || o.throughput_knee > 1) {
+    return InvalidArgument("throughput knee must be in [0, 1] (0 = batches capped by memory only)");
   }
   if (o.timed_passes < 1 || o.warmup_passes < 0) {
     return InvalidArgument("buffer plan: timed passes must be >= 1, warm-up passes >= 0");
@@ -65,6 +69,8 @@ StatusOr<BufferPlan> BufferPlan::Measure(engine::Engine& engine, const ShapeBuck
   }
   const int64_t budget = plan.budget_bytes_ > 0 ? plan.budget_bytes_ : INT64_MAX;
   plan.max_batch_.assign(buckets.size(), 0);
+  plan.knee_batch_.assign(buckets.size(), 0);
+  plan.throughput_knee_ = options.throughput_knee;
 
   double worst_bytes_per_px = 0;  // per image and canvas pixel, over the measured rows
   for (int b : measure) {
@@ -113,6 +119,7 @@ StatusOr<BufferPlan> BufferPlan::Measure(engine::Engine& engine, const ShapeBuck
       worst_bytes_per_px = std::max(worst_bytes_per_px, bytes_per_image / pixels);
     }
     plan.max_batch_[b] = std::max(1, best);
+    plan.knee_batch_[b] = plan.KneeOf(b);
     ++plan.measured_buckets_;
   }
   // Unmeasured buckets: extrapolated by pixels from the worst measured bytes per pixel.
@@ -126,11 +133,48 @@ StatusOr<BufferPlan> BufferPlan::Measure(engine::Engine& engine, const ShapeBuck
     }
     plan.max_batch_[b] = std::max(1, best);
   }
+  // Unmeasured buckets: the knee of the measured bucket nearest in pixels.
+  for (int b = 0; b < buckets.size(); ++b) {
+    if (plan.knee_batch_[b] > 0) continue;
+    const double pixels = double{1} * buckets.shape(b).width * buckets.shape(b).height;
+    int knee = plan.max_batch_[b];
+    double nearest = -1;
+    for (int m : measure) {
+      const double distance = std::abs(
+          std::log(pixels / (double{1} * buckets.shape(m).width * buckets.shape(m).height)));
+      if (nearest < 0 || distance < nearest) {
+        nearest = distance;
+        knee = plan.knee_batch_[m];
+      }
+    }
+    plan.knee_batch_[b] = std::clamp(knee, 1, plan.max_batch_[b]);
+  }
   return plan;
+}
+
+int BufferPlan::KneeOf(int bucket) const {
+  if (throughput_knee_ <= 0) return max_batch_[bucket];
+  double best = 0;
+  for (const BufferPlanRow& r : rows_) {
+    if (r.bucket == bucket && r.measured && r.fits && r.latency_ms > 0) {
+      best = std::max(best, r.batch_size / r.latency_ms);
+    }
+  }
+  for (const BufferPlanRow& r : rows_) {
+    if (r.bucket == bucket && r.measured && r.fits && r.latency_ms > 0 &&
+        r.batch_size / r.latency_ms >= throughput_knee_ * best) {
+      return r.batch_size;  // rows are in increasing batch size
+    }
+  }
+  return max_batch_[bucket];
 }
 
 int BufferPlan::max_batch_size(int bucket) const {
   return bucket >= 0 && bucket < static_cast<int>(max_batch_.size()) ? max_batch_[bucket] : 1;
+}
+
+int BufferPlan::knee_batch_size(int bucket) const {
+  return bucket >= 0 && bucket < static_cast<int>(knee_batch_.size()) ? knee_batch_[bucket] : 1;
 }
 
 std::vector<int> BufferPlan::planned_batch_sizes() const {
@@ -145,19 +189,19 @@ std::vector<int> BufferPlan::planned_batch_sizes() const {
 
 void BufferPlan::ApplyTo(scheduler::SchedulerConfig* config, bool pad_to_planned) const {
   config->bucket_max_batch_size.clear();
-  for (int cap : max_batch_) {
+  for (int cap : knee_batch_) {
     config->bucket_max_batch_size.push_back(std::clamp(cap, 1, config->max_batch_size));
   }
   if (pad_to_planned) {
-    // Padding may not grow a batch past max_batch_size: keep the planned sizes below it and
-    // max_batch_size itself, so every admissible batch has a planned size to pad to.
-    std::vector<int> sizes;
-    for (int n : planned_batch_sizes()) {
-      if (n < config->max_batch_size) sizes.push_back(n);
-    }
+    // Padding may not grow a batch past its cap: keep the planned sizes below the largest cap
+    // and the cap itself, so every admissible batch has a planned size to pad to.
     const int top = *std::max_element(config->bucket_max_batch_size.begin(),
                                       config->bucket_max_batch_size.end());
-    if (sizes.empty() || sizes.back() < top) sizes.push_back(top);
+    std::vector<int> sizes;
+    for (int n : planned_batch_sizes()) {
+      if (n < top) sizes.push_back(n);
+    }
+    sizes.push_back(top);
     config->planned_batch_sizes = sizes;
   }
 }
@@ -197,13 +241,11 @@ std::string BufferPlan::Describe() const {
     }
     text += line;
   }
-  text += "  largest batch per bucket:";
+  text += "  batch cap per bucket (memory / throughput knee):";
   const size_t shown = std::min<size_t>(max_batch_.size(), 16);
   for (size_t b = 0; b < shown; ++b) {
-    text += ' ';
-    text += std::to_string(b);
-    text += ':';
-    text += std::to_string(max_batch_[b]);
+    text += ' ' + std::to_string(b) + ':' + std::to_string(max_batch_[b]) + '/' +
+            std::to_string(knee_batch_[b]);
   }
   if (shown < max_batch_.size()) text += " ... (extrapolated by pixels)";
   return text + "\n";

@@ -42,6 +42,10 @@ struct BufferPlanOptions {
   int warmup_passes = 1;     // untimed passes per (bucket, batch size)
   int timed_passes = 2;      // their mean is the latency
   std::vector<int> buckets;  // bucket indices to measure; empty = the default (see above)
+  // Cap each bucket's batch at the smallest candidate reaching this fraction of the best
+  // measured throughput, in (0, 1]; 0 = no cap beyond memory. An unmeasured bucket takes the
+  // knee of the measured bucket nearest in pixels (never above its memory cap).
+  double throughput_knee = 0.95;
 };
 
 struct BufferPlanRow {
@@ -63,9 +67,12 @@ class BufferPlan {
 
   // The largest batch that fits for `bucket` (>= 1, even when batch 1 does not fit).
   int max_batch_size(int bucket) const;
+  // The throughput knee of `bucket` (see above), never above max_batch_size(bucket); equal to
+  // it when throughput_knee is 0.
+  int knee_batch_size(int bucket) const;
   // Candidate sizes up to the largest that fits any bucket: the sizes to pad batches to.
   std::vector<int> planned_batch_sizes() const;
-  // Writes bucket_max_batch_size (each capped at config->max_batch_size) and, when
+  // Writes bucket_max_batch_size (the knee, each capped at config->max_batch_size) and, when
   // `pad_to_planned`, planned_batch_sizes into the scheduler config.
   void ApplyTo(scheduler::SchedulerConfig* config, bool pad_to_planned) const;
   // The measured latencies, for PipelineOptions::latency_seed.
@@ -77,8 +84,12 @@ class BufferPlan {
   std::string Describe() const;
 
  private:
+  int KneeOf(int bucket) const;  // from the measured rows of `bucket`
+
   std::vector<BufferPlanRow> rows_;
-  std::vector<int> max_batch_;  // per bucket
+  std::vector<int> max_batch_;   // per bucket, from memory
+  std::vector<int> knee_batch_;  // per bucket, <= max_batch_
+  double throughput_knee_ = 0;
   std::vector<int> candidates_;
   int64_t budget_bytes_ = 0;
   int64_t capacity_bytes_ = 0;

@@ -122,6 +122,59 @@ TEST_F(PlanFixture, UnmeasuredBucketsAreExtrapolatedByPixels) {
   for (const FakeEngine::Call& c : engine.calls()) EXPECT_EQ(c.width, 64);  // only one measured
 }
 
+TEST_F(PlanFixture, BatchesAreCappedAtTheThroughputKnee) {
+  // 10 + 5n ms: images/s 67, 100, 133, 160, 178 for n = 1, 2, 4, 8, 16.
+  BufferPlanOptions options;
+  options.throughput_knee = 0.8;  // >= 142 images/s: batch 8 is the smallest
+  auto plan = BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), options, &time);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->max_batch_size(0), 16);  // memory does not limit it
+  EXPECT_EQ(plan->knee_batch_size(0), 8);
+  scheduler::SchedulerConfig config;
+  plan->ApplyTo(&config, /*pad_to_planned=*/true);
+  EXPECT_EQ(config.bucket_max_batch_size, std::vector<int>({8}));
+  EXPECT_EQ(config.planned_batch_sizes, std::vector<int>({1, 2, 4, 8}));
+  EXPECT_NE(plan->Describe().find("0:16/8"), std::string::npos) << plan->Describe();
+
+  options.throughput_knee = 0.95;  // >= 169 images/s: only batch 16
+  plan = BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), options, &time);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->knee_batch_size(0), 16);
+}
+
+TEST_F(PlanFixture, WithoutBatchEconomyBatchesStayAtOne) {
+  // 10 ms per image at every batch size (a CPU with no batch economy): a larger batch only
+  // delays its first answers.
+  engine.SetLatency(milliseconds(0), milliseconds(10));
+  auto plan = BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), {}, &time);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->knee_batch_size(0), 1);
+  scheduler::SchedulerConfig config;
+  plan->ApplyTo(&config, false);
+  EXPECT_EQ(config.bucket_max_batch_size, std::vector<int>({1}));
+
+  BufferPlanOptions memory_only;
+  memory_only.throughput_knee = 0;
+  plan = BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), memory_only, &time);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->knee_batch_size(0), 16);
+}
+
+TEST_F(PlanFixture, UnmeasuredBucketsTakeTheNearestKneeWithinTheirMemoryCap) {
+  engine.SetMemory(0, 0, kBytesPerPixel);
+  const ShapeBuckets modelscope = ShapeBuckets::ModelScope(32);
+  BufferPlanOptions options;
+  options.budget_bytes = 64 * 64 * kBytesPerPixel * 8;  // eight 64x64 images
+  options.throughput_knee = 0.8;                        // measured bucket: knee 4 of 1, 2, 4, 8
+  options.buckets = {modelscope.Place(64, 64).bucket};
+  auto plan = BufferPlan::Measure(engine, modelscope, options, &time);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  // 10 + 5n over 1, 2, 4, 8: 67, 100, 133, 160 images/s; 0.8 x 160 = 128 -> batch 4.
+  EXPECT_EQ(plan->knee_batch_size(modelscope.Place(64, 64).bucket), 4);
+  EXPECT_EQ(plan->knee_batch_size(modelscope.Place(64, 96).bucket), 4);
+  EXPECT_EQ(plan->knee_batch_size(modelscope.Place(128, 128).bucket), 2);  // memory: 2 fit
+}
+
 TEST_F(PlanFixture, ForwardErrorsNameTheBucketAndBatch) {
   engine.FailCall(0);
   auto plan = BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), {}, &time);
@@ -140,6 +193,11 @@ TEST_F(PlanFixture, RejectsBadOptions) {
   options = {};
   options.buckets = {3};
   EXPECT_FALSE(BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), options, &time).ok());
+  options = {};
+  options.throughput_knee = 1.5;
+  auto bad = BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), options, &time);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("throughput knee"), std::string::npos);
 }
 
 }  // namespace
