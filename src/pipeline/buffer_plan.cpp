@@ -96,7 +96,7 @@ StatusOr<BufferPlan> BufferPlan::Measure(engine::Engine& engine, const ShapeBuck
       batch.canvases.assign(n, zeros.data());
       const int64_t before = engine.Memory().in_use_bytes;
       engine.ResetPeakMemory();
-      Duration total{};
+      std::vector<double> timed_ms;
       for (int pass = 0; pass < options.warmup_passes + options.timed_passes; ++pass) {
         const TimePoint t0 = time->Now();
         StatusOr<engine::BatchOutputs> out = engine.Forward(batch);
@@ -105,11 +105,15 @@ StatusOr<BufferPlan> BufferPlan::Measure(engine::Engine& engine, const ShapeBuck
                                                  "x" + std::to_string(shape.height) + ", batch " +
                                                  std::to_string(n) + ": " + out.status().message());
         }
-        if (pass >= options.warmup_passes) total += time->Now() - t0;
+        if (pass >= options.warmup_passes) {
+          timed_ms.push_back(std::chrono::duration<double, std::milli>(time->Now() - t0).count());
+        }
       }
       row.measured = true;
+      std::sort(timed_ms.begin(), timed_ms.end());
+      const size_t mid = timed_ms.size() / 2;
       row.latency_ms =
-          std::chrono::duration<double, std::milli>(total).count() / options.timed_passes;
+          timed_ms.size() % 2 == 1 ? timed_ms[mid] : (timed_ms[mid - 1] + timed_ms[mid]) / 2;
       row.peak_bytes = std::max<int64_t>(0, engine.Memory().peak_in_use_bytes - before);
       row.fits = row.peak_bytes <= budget;
       plan.rows_.push_back(row);

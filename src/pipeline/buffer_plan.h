@@ -39,8 +39,10 @@ struct BufferPlanOptions {
   // capacity nor a budget, memory does not limit the batch.
   double memory_fraction = 0.8;
   int64_t budget_bytes = 0;
-  int warmup_passes = 1;     // untimed passes per (bucket, batch size)
-  int timed_passes = 2;      // their mean is the latency
+  int warmup_passes = 1;  // untimed passes per (bucket, batch size)
+  // Their median is the latency: one pass descheduled by another process (a shared machine)
+  // must not move a bucket's batch cap.
+  int timed_passes = 3;
   std::vector<int> buckets;  // bucket indices to measure; empty = the default (see above)
   // Cap each bucket's batch at the smallest candidate reaching this fraction of the best
   // measured throughput, in (0, 1]; 0 = no cap beyond memory. An unmeasured bucket takes the

@@ -30,8 +30,8 @@ TEST_F(PlanFixture, LargestBatchFitsTheExplicitBudget) {
   EXPECT_FALSE(plan->rows()[3].fits);
   // The skipped batch was never run: no forward pass of 8 rows.
   for (const FakeEngine::Call& c : engine.calls()) EXPECT_LE(c.rows, 4);
-  // 1 warm-up + 2 timed passes per measured size.
-  EXPECT_EQ(engine.calls().size(), 9u);
+  // 1 warm-up + 3 timed passes per measured size.
+  EXPECT_EQ(engine.calls().size(), 12u);
   EXPECT_EQ(plan->planned_batch_sizes(), std::vector<int>({1, 2, 4}));
   const std::string table = plan->Describe();
   EXPECT_NE(table.find("16x16"), std::string::npos) << table;
@@ -173,6 +173,45 @@ TEST_F(PlanFixture, UnmeasuredBucketsTakeTheNearestKneeWithinTheirMemoryCap) {
   EXPECT_EQ(plan->knee_batch_size(modelscope.Place(64, 64).bucket), 4);
   EXPECT_EQ(plan->knee_batch_size(modelscope.Place(64, 96).bucket), 4);
   EXPECT_EQ(plan->knee_batch_size(modelscope.Place(128, 128).bucket), 2);  // memory: 2 fit
+}
+
+// The manual clock, with one extra jump at the n-th reading: a pass descheduled by another
+// process on a shared machine.
+class HiccupClock final : public TimeSource {
+ public:
+  HiccupClock(ManualTimeSource& base, int hiccup_at, Duration jump)
+      : base_(base), hiccup_at_(hiccup_at), jump_(jump) {}
+  TimePoint Now() const override {
+    if (++readings_ == hiccup_at_) base_.Advance(jump_);
+    return base_.Now();
+  }
+  void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                 TimePoint deadline) const override {
+    base_.WaitUntil(cv, lock, deadline);
+  }
+  uint64_t Subscribe(std::function<void()> f) override { return base_.Subscribe(std::move(f)); }
+  void Unsubscribe(uint64_t token) override { base_.Unsubscribe(token); }
+
+ private:
+  ManualTimeSource& base_;
+  const int hiccup_at_;
+  const Duration jump_;
+  mutable int readings_ = 0;
+};
+
+TEST_F(PlanFixture, OneSlowPassDoesNotMoveTheLatencyOrTheCap) {
+  // Two clock readings per pass, four passes (one warm-up, three timed) per batch size: readings
+  // 33-40 are batch 16's, and its first timed pass (35-36) is 200 ms slower. With the mean,
+  // batch 16 would look slower than batch 8 and the knee would drop from 8 to 4.
+  HiccupClock clock(time, /*hiccup_at=*/36, milliseconds(200));
+  BufferPlanOptions options;
+  options.throughput_knee = 0.8;
+  auto plan = BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), options, &clock);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->rows().size(), 5u);
+  EXPECT_EQ(plan->rows()[4].batch_size, 16);
+  EXPECT_DOUBLE_EQ(plan->rows()[4].latency_ms, 90.0);  // 10 + 5·16
+  EXPECT_EQ(plan->knee_batch_size(0), 8);
 }
 
 TEST_F(PlanFixture, ForwardErrorsNameTheBucketAndBatch) {
