@@ -7,8 +7,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
+
+#include "engine/block_cache.h"
 
 namespace mogserve::engine {
 namespace {
@@ -46,12 +47,22 @@ class CachingCpuAllocator final : public c10::Allocator {
     return *instance;
   }
 
-  void set_max_cached_bytes(int64_t bytes) { max_cached_bytes_.store(bytes); }
+  void set_max_cached_bytes(int64_t bytes) {
+    std::vector<BlockCache::Block> release;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cache_.set_max_bytes(bytes);
+      if (cache_.cached_bytes() > bytes) release = cache_.Clear();
+      stats_.cached_bytes = cache_.cached_bytes();
+    }
+    for (const BlockCache::Block& b : release) std::free(b.base);
+  }
 
   AllocatorStats stats() const {
     std::lock_guard<std::mutex> lock(mu_);
     return stats_;
   }
+
   void ResetPeak() {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.peak_in_use_bytes = stats_.in_use_bytes;
@@ -65,28 +76,24 @@ class CachingCpuAllocator final : public c10::Allocator {
 
   void* TakeCached(size_t size) const {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = free_blocks_.find(size);
-    if (it == free_blocks_.end() || it->second.empty()) return nullptr;
-    void* base = it->second.back();
-    it->second.pop_back();
+    const BlockCache::Block block = cache_.Take(size);
+    if (block.base == nullptr) return nullptr;
     ++stats_.cache_hits;
-    stats_.cached_bytes -= static_cast<int64_t>(size);
-    AddInUse(static_cast<int64_t>(size));
-    return base;
+    stats_.cached_bytes = cache_.cached_bytes();
+    AddInUse(static_cast<int64_t>(block.size));
+    return block.base;
   }
 
   void Release(void* base) {
-    const size_t size = *static_cast<size_t*>(base);
+    const size_t size = *static_cast<size_t*>(base);  // the block's capacity
+    std::vector<BlockCache::Block> release;
     {
       std::lock_guard<std::mutex> lock(mu_);
       stats_.in_use_bytes -= static_cast<int64_t>(size);
-      if (stats_.cached_bytes + static_cast<int64_t>(size) <= max_cached_bytes_.load()) {
-        free_blocks_[size].push_back(base);
-        stats_.cached_bytes += static_cast<int64_t>(size);
-        return;
-      }
+      release = cache_.Put({base, size});
+      stats_.cached_bytes = cache_.cached_bytes();
     }
-    std::free(base);
+    for (const BlockCache::Block& b : release) std::free(b.base);
   }
 
   // Requires mu_.
@@ -96,9 +103,8 @@ class CachingCpuAllocator final : public c10::Allocator {
   }
 
   mutable std::mutex mu_;
-  mutable std::unordered_map<size_t, std::vector<void*>> free_blocks_;  // guarded by mu_
-  mutable AllocatorStats stats_;                                        // guarded by mu_
-  std::atomic<int64_t> max_cached_bytes_{0};
+  mutable BlockCache cache_;      // guarded by mu_
+  mutable AllocatorStats stats_;  // guarded by mu_
 };
 
 std::once_flag g_install_once;

@@ -1,5 +1,6 @@
-// A caching CPU allocator for LibTorch: freed blocks are kept per size and handed out again, so
-// a steady stream of same-shaped batches allocates no memory from the system.
+// A caching CPU allocator for LibTorch: freed blocks are kept and handed out again (best fit
+// within 25% of waste, least-recently-freed evicted first at the cap: block_cache.h), so a
+// steady stream of batches allocates no memory from the system, whatever their sizes.
 //
 // Why: glibc serves blocks >= 32 MiB with mmap and returns them with munmap, so every large
 // activation (batch > 1 at 512x512 crosses that line) page-faults its whole buffer in again on
@@ -22,8 +23,8 @@ struct AllocatorStats {
 };
 
 // Installs the allocator as LibTorch's CPU allocator (once per process; later calls only update
-// the cap). Blocks are cached while the cache holds at most `max_cached_bytes`; beyond that they
-// go back to the system. Thread-safe.
+// the cap). Freed blocks are cached up to `max_cached_bytes`; beyond that the ones freed longest
+// ago go back to the system. Thread-safe.
 void InstallCachingCpuAllocator(int64_t max_cached_bytes);
 
 // False until InstallCachingCpuAllocator() was called.
