@@ -1,269 +1,16 @@
 #include "bench/pipeline_bench.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
-#include <iostream>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <optional>
-#include <random>
-#include <thread>
 
 #include "bench/engine_bench.h"
-#include "pipeline/buffer_plan.h"
-#include "pipeline/pipeline.h"
 
 namespace mogserve::bench {
 namespace {
 
-using pipeline::Pipeline;
-using pipeline::PipelineOptions;
-using pipeline::RequestResult;
 using pipeline::ShapeBuckets;
-using scheduler::Outcome;
-using Steady = std::chrono::steady_clock;
-
-std::chrono::nanoseconds FromMs(double ms) {
-  return std::chrono::nanoseconds(static_cast<int64_t>(ms * 1e6));
-}
-
-// An engine that takes intercept + n x per_image milliseconds per batch of n rows, sleeping (so
-// the CPU stays free for the pipeline's own threads), and finds no faces.
-class SimulatedEngine final : public engine::Engine {
- public:
-  SimulatedEngine(double intercept_ms, double per_image_ms)
-      : intercept_ms_(intercept_ms), per_image_ms_(per_image_ms) {
-    char text[96];
-    std::snprintf(text, sizeof(text), "simulated engine (%.1f ms + %.1f ms/image)", intercept_ms,
-                  per_image_ms);
-    info_.model = text;
-    info_.device = "none";
-    info_.precision = "-";
-  }
-  const engine::EngineInfo& info() const override { return info_; }
-  DetectOptions default_detect_options() const override { return {}; }
-  int64_t MacsPerImage(int, int) const override { return 0; }
-  StatusOr<engine::BatchOutputs> Forward(const engine::CanvasBatch& batch) override {
-    const int rows = static_cast<int>(batch.canvases.size());
-    const int run = std::max(rows, batch.padded_batch_size);
-    const double ms = intercept_ms_ + per_image_ms_ * run;
-    if (ms > 0) std::this_thread::sleep_for(FromMs(ms));
-    engine::BatchOutputs out;
-    out.batch = rows;
-    out.anchors = 0;
-    return out;
-  }
-  std::vector<Detection> Postprocess(const engine::BatchOutputs&, int, const image::Letterbox&,
-                                     const DetectOptions&) const override {
-    return {};
-  }
-  engine::MemoryStats Memory() const override { return {}; }
-  void ResetPeakMemory() override {}
-  StatusOr<std::unique_ptr<engine::Engine>> NewInstance() const override {
-    return std::unique_ptr<engine::Engine>(new SimulatedEngine(intercept_ms_, per_image_ms_));
-  }
-
- private:
-  double intercept_ms_;
-  double per_image_ms_;
-  engine::EngineInfo info_;
-};
-
-double CpuSeconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
-         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
-// What a point runs on: the engines, their input geometry and the warm-up latencies.
-struct Setup {
-  std::vector<engine::Engine*> engines;
-  ShapeBuckets buckets = ShapeBuckets::FixedSquare(512);
-  std::vector<pipeline::LatencySample> seed;
-  std::optional<pipeline::BufferPlan> plan;  // caps batches per bucket (the knee), as serve does
-  image::Image picture;
-  int preprocess_threads = 1;
-  int postprocess_threads = 1;
-  int max_batch_size = 16;
-  double max_delay_ms = 5;
-};
-
-StatusOr<std::unique_ptr<Pipeline>> MakePipeline(const Setup& setup, scheduler::Policy policy) {
-  PipelineOptions options;
-  options.buckets = setup.buckets;
-  options.scheduler.policy = policy;
-  options.scheduler.max_batch_size = setup.max_batch_size;
-  options.scheduler.max_delay = FromMs(setup.max_delay_ms);
-  options.scheduler.queue_capacity_requests = 1024;
-  if (setup.plan) setup.plan->ApplyTo(&options.scheduler, /*pad_to_planned=*/false);
-  options.latency_seed = setup.seed;
-  options.preprocess_threads = setup.preprocess_threads;
-  options.postprocess_threads = setup.postprocess_threads;
-  options.max_preprocessing = 256;
-  return Pipeline::Create(setup.engines, options);
-}
-
-// Latencies and completion times of the requests that count (arrived in the measured window).
-class Samples {
- public:
-  void Add(const RequestResult& r, Steady::time_point submitted, Steady::time_point warm,
-           Steady::time_point end) {
-    const Steady::time_point now = Steady::now();
-    std::lock_guard<std::mutex> lock(mu_);
-    if (r.outcome == Outcome::kDone) {
-      if (now >= warm && now <= end) completions_.push_back(now);
-      if (submitted >= warm) {
-        latencies_ms_.push_back(std::chrono::duration<double, std::milli>(now - submitted).count());
-      }
-    } else if (submitted >= warm) {
-      ++rejected_;
-    }
-  }
-  void Fill(PipelineBenchRow* row, double window_s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    row->done = static_cast<int64_t>(completions_.size());
-    row->rejected = rejected_;
-    row->throughput_per_s = Rate(window_s);
-    row->latency = Summarize(latencies_ms_);
-  }
-
- private:
-  std::mutex mu_;
-  // Completions arrive a batch at a time (up to 16 within a millisecond, then nothing for
-  // 400 ms), so counting them in a fixed window is off by up to a batch. The rate is taken
-  // between the first and the last batch completion in the window instead: the completions
-  // after the first batch over the time between them.
-  double Rate(double window_s) {
-    if (completions_.size() < 2) return completions_.size() / window_s;
-    std::sort(completions_.begin(), completions_.end());
-    const Steady::time_point first = completions_.front();
-    size_t first_batch = 0;
-    while (first_batch < completions_.size() &&
-           completions_[first_batch] - first <= std::chrono::milliseconds(1)) {
-      ++first_batch;
-    }
-    const double span_s = std::chrono::duration<double>(completions_.back() - first).count();
-    if (first_batch == completions_.size() || span_s < window_s / 2) {
-      return completions_.size() / window_s;
-    }
-    return (completions_.size() - first_batch) / span_s;
-  }
-
-  std::vector<double> latencies_ms_;
-  std::vector<Steady::time_point> completions_;  // in the measured window
-  int64_t rejected_ = 0;
-};
-
-void FillEngineStats(const pipeline::PipelineStats& a, const pipeline::PipelineStats& b,
-                     double window_s, int instances, PipelineBenchRow* row) {
-  const int64_t batches = b.batches - a.batches;
-  row->mean_batch_size =
-      batches > 0 ? static_cast<double>(b.batched_requests - a.batched_requests) / batches : 0;
-  double busy = 0;
-  for (size_t i = 0; i < b.engine_busy_seconds.size(); ++i) {
-    busy += b.engine_busy_seconds[i] - a.engine_busy_seconds[i];
-  }
-  row->busy_ratio = busy / (window_s * instances);
-  const int64_t ended = b.ended() - a.ended();
-  row->scheduler_us_per_request =
-      ended > 0 ? (b.scheduler_seconds - a.scheduler_seconds) / ended * 1e6 : 0;
-}
-
-pipeline::SubmitRequest MakeRequest(const Setup& setup, int client) {
-  pipeline::SubmitRequest r;
-  r.image.decoded = setup.picture;
-  r.client = "client-" + std::to_string(client);
-  return r;
-}
-
-StatusOr<PipelineBenchRow> ClosedLoop(const Setup& setup, scheduler::Policy policy, int concurrency,
-                                      double seconds) {
-  MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p, MakePipeline(setup, policy));
-  const Steady::time_point start = Steady::now();
-  const Steady::time_point warm = start + FromMs(seconds * 200);
-  const Steady::time_point end = start + FromMs(seconds * 1000);
-  Samples samples;
-  std::vector<std::thread> clients;
-  for (int c = 0; c < concurrency; ++c) {
-    clients.emplace_back([&, c] {
-      std::mutex mu;
-      std::condition_variable cv;
-      while (Steady::now() < end) {
-        bool finished = false;
-        const Steady::time_point submitted = Steady::now();
-        p->Submit(MakeRequest(setup, c), [&](RequestResult r) {
-          samples.Add(r, submitted, warm, end);
-          std::lock_guard<std::mutex> lock(mu);
-          finished = true;
-          cv.notify_one();
-        });
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return finished; });
-      }
-    });
-  }
-  std::this_thread::sleep_until(warm);
-  const pipeline::PipelineStats at_warm = p->Stats();
-  std::this_thread::sleep_until(end);
-  const pipeline::PipelineStats at_end = p->Stats();
-  for (std::thread& t : clients) t.join();
-  p->Shutdown();
-  PipelineBenchRow row;
-  row.policy = scheduler::PolicyName(policy);
-  row.mode = "closed";
-  row.concurrency = concurrency;
-  const double window_s = seconds * 0.8;
-  samples.Fill(&row, window_s);
-  FillEngineStats(at_warm, at_end, window_s, static_cast<int>(setup.engines.size()), &row);
-  return row;
-}
-
-StatusOr<PipelineBenchRow> OpenLoop(const Setup& setup, scheduler::Policy policy, double rate,
-                                    double seconds, uint32_t seed) {
-  MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p, MakePipeline(setup, policy));
-  const Steady::time_point start = Steady::now();
-  const Steady::time_point warm = start + FromMs(seconds * 200);
-  const Steady::time_point end = start + FromMs(seconds * 1000);
-  Samples samples;
-  std::mt19937 rng(seed);
-  std::exponential_distribution<double> gap_s(rate);
-  Steady::time_point next = start;
-  pipeline::PipelineStats at_warm;
-  bool warm_taken = false;
-  int client = 0;
-  while (true) {
-    next += FromMs(gap_s(rng) * 1000);
-    if (next >= end) break;
-    if (!warm_taken && next >= warm) {
-      std::this_thread::sleep_until(warm);
-      at_warm = p->Stats();
-      warm_taken = true;
-    }
-    std::this_thread::sleep_until(next);
-    const Steady::time_point submitted = Steady::now();
-    p->Submit(MakeRequest(setup, client++ % 64), [&samples, submitted, warm, end](RequestResult r) {
-      samples.Add(r, submitted, warm, end);
-    });
-  }
-  if (!warm_taken) at_warm = p->Stats();
-  std::this_thread::sleep_until(end);
-  const pipeline::PipelineStats at_end = p->Stats();
-  p->Shutdown();  // the backlog drains; its latencies count, its completions do not
-  PipelineBenchRow row;
-  row.policy = scheduler::PolicyName(policy);
-  row.mode = "open";
-  row.offered_per_s = rate;
-  const double window_s = seconds * 0.8;
-  samples.Fill(&row, window_s);
-  FillEngineStats(at_warm, at_end, window_s, static_cast<int>(setup.engines.size()), &row);
-  return row;
-}
 
 // Wall and CPU time per request with a zero-latency engine and tiny pictures; the scheduler's
 // share goes to *scheduler_us.
@@ -272,7 +19,7 @@ StatusOr<double> MeasureOverhead(double* cpu_us, double* scheduler_us) {
   Setup setup;
   setup.engines = {&engine};
   setup.buckets = ShapeBuckets::FixedSquare(16);
-  setup.picture = image::Image(8, 8);
+  setup.pictures = {image::Image(8, 8)};
   setup.preprocess_threads = 0;
   setup.max_delay_ms = 0;
   const double cpu_before = CpuSeconds();
@@ -314,10 +61,7 @@ StatusOr<PipelineBenchReport> RunPipelineBench(const PipelineBenchOptions& o) {
   setup.max_delay_ms = o.max_delay_ms;
   setup.preprocess_threads = o.preprocess_threads;
   setup.postprocess_threads = o.postprocess_threads;
-  setup.picture = image::Image(o.image_width, o.image_height);
-  std::vector<int> sizes;
-  for (int n = 1; n <= o.max_batch_size; n *= 2) sizes.push_back(n);
-  if (sizes.back() != o.max_batch_size) sizes.push_back(o.max_batch_size);
+  setup.pictures = {image::Image(o.image_width, o.image_height)};
   if (o.real_engine) {
     MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> first,
                               engine::CreateEngine(o.engine));
@@ -337,39 +81,26 @@ StatusOr<PipelineBenchReport> RunPipelineBench(const PipelineBenchOptions& o) {
     owned.push_back(std::move(more));
   }
   report.engine = o.real_engine ? owned[0]->info().Describe() : owned[0]->info().model;
+  for (auto& e : owned) setup.engines.push_back(e.get());
   // The capacity and the scheduler's seed come from a warm-up on this machine, now, for the
   // simulation too (its sleeps overshoot on a loaded machine): ratios within one run.
-  pipeline::BufferPlanOptions plan_options;
-  plan_options.batch_sizes = sizes;
-  plan_options.buckets = {setup.buckets.Place(o.image_width, o.image_height).bucket};
-  plan_options.throughput_knee = o.batch_knee;
+  // Instances share nothing in the simulation; on a CPU they share the cores.
   std::fprintf(stderr, "warm-up: measuring batch sizes on %s...\n", report.engine.c_str());
-  MOGSERVE_ASSIGN_OR_RETURN(pipeline::BufferPlan plan,
-                            pipeline::BufferPlan::Measure(*owned[0], setup.buckets, plan_options));
-  std::fprintf(stderr, "%s", plan.Describe().c_str());
-  setup.seed = plan.latency_samples();
-  setup.plan = plan;
-  for (const pipeline::BufferPlanRow& row : plan.rows()) {
-    if (!row.measured || row.latency_ms <= 0) continue;
-    // Instances share nothing in the simulation; on a CPU they share the cores.
-    const int parallel = o.real_engine ? 1 : o.instances;
-    const double per_s = row.batch_size * 1000.0 / row.latency_ms * parallel;
-    if (per_s > report.capacity_per_s) {
-      report.capacity_per_s = per_s;
-      report.capacity_batch = row.batch_size;
-    }
-  }
-  for (auto& e : owned) setup.engines.push_back(e.get());
+  MOGSERVE_ASSIGN_OR_RETURN(PlannedCapacity capacity,
+                            PlanBatches(&setup, o.image_width, o.image_height, o.batch_knee,
+                                        o.real_engine ? 1 : o.instances));
+  std::fprintf(stderr, "%s", capacity.description.c_str());
+  report.capacity_per_s = capacity.per_s;
+  report.capacity_batch = capacity.batch;
 
   char settings[320];
   std::snprintf(settings, sizeof(settings),
                 "max batch %d, capped at %d by the throughput knee (%.2f), max delay %.1f ms, "
                 "%d instance(s), %d pre / %d post thread(s), "
                 "%dx%d pictures, %.1f s per point (first 20%% warm-up)",
-                o.max_batch_size,
-                std::min(o.max_batch_size, plan.knee_batch_size(plan_options.buckets.front())),
-                o.batch_knee, o.max_delay_ms, o.instances, o.preprocess_threads,
-                o.postprocess_threads, o.image_width, o.image_height, o.seconds);
+                o.max_batch_size, capacity.knee_batch, o.batch_knee, o.max_delay_ms, o.instances,
+                o.preprocess_threads, o.postprocess_threads, o.image_width, o.image_height,
+                o.seconds);
   report.settings = settings;
   std::fprintf(stderr, "capacity: %.1f images/s (batch %d)\n", report.capacity_per_s,
                report.capacity_batch);

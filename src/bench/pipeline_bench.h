@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/latency_stats.h"
+#include "bench/pipeline_driver.h"
 #include "engine/engine.h"
 #include "scheduler/scheduler_config.h"
 
@@ -46,21 +47,6 @@ struct PipelineBenchOptions {
   int image_width = 512;
   int image_height = 384;
   bool measure_overhead = true;  // the zero-latency run behind overhead_us_per_request
-};
-
-struct PipelineBenchRow {
-  std::string policy;
-  std::string mode;     // "closed" or "open"
-  int concurrency = 0;  // closed loop
-  double load = 0;      // open loop: offered rate / capacity
-  double offered_per_s = 0;
-  int64_t done = 0;      // completed in the measured window
-  int64_t rejected = 0;  // any rejection (queue full, deadline)
-  double throughput_per_s = 0;
-  LatencyStats latency;  // submit → callback, completed requests
-  double mean_batch_size = 0;
-  double busy_ratio = 0;                // engine time in forward passes / wall time
-  double scheduler_us_per_request = 0;  // time inside the policy's calls, per ended request
 };
 
 struct PipelineBenchReport {

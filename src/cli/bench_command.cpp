@@ -187,8 +187,10 @@ CommandRunner RegisterBenchCommand(CLI::App& app) {
   engine->add_option("--markdown", flags->markdown_path, "Also write the Markdown table here");
   CommandRunner pipeline = RegisterBenchPipelineCommand(app);
   CommandRunner serve = RegisterBenchServeCommand(app);
-  return [flags, engine, pipeline, serve, &app] {
+  CommandRunner report = RegisterBenchReportCommand(app);
+  return [flags, engine, pipeline, serve, report, &app] {
     if (engine->parsed()) return RunEngineBenchCommand(*flags);
+    if (app.got_subcommand("report")) return report();
     return app.got_subcommand("pipeline") ? pipeline() : serve();
   };
 }

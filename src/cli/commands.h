@@ -23,6 +23,8 @@ CommandRunner RegisterServeCommand(CLI::App& app);
 CommandRunner RegisterEvalCommand(CLI::App& app);
 // `bench serve`, added to the `bench` command by RegisterBenchCommand.
 CommandRunner RegisterBenchServeCommand(CLI::App& bench);
+// `bench report`, added to the `bench` command by RegisterBenchCommand.
+CommandRunner RegisterBenchReportCommand(CLI::App& bench);
 
 // Exit codes shared by the commands.
 inline constexpr int kExitOk = 0;

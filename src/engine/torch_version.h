@@ -1,0 +1,11 @@
+// The LibTorch this binary was built against, for reports (torch-free header).
+#pragma once
+
+#include <string>
+
+namespace mogserve::engine {
+
+// "1.13.0", from LibTorch's version header at build time.
+std::string TorchVersion();
+
+}  // namespace mogserve::engine
