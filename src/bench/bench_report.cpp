@@ -26,15 +26,7 @@ using Steady = std::chrono::steady_clock;
 // the build (<folder of the executable>/..), as the model folder is found.
 std::string FindPhotosDir(const std::string& flag) {
   if (!flag.empty()) return flag;
-  const fs::path relative = fs::path("tests") / "data" / "photos";
-  if (fs::is_directory(relative)) return relative.string();
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path beside = exe.parent_path().parent_path() / relative;
-    if (fs::is_directory(beside)) return beside.string();
-  }
-  return "";
+  return FindProjectFolder("tests/data/photos");
 }
 
 // Every picture in `dir` that decodes, in name order.

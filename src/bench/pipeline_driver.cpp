@@ -117,6 +117,21 @@ class MemoryPeaks {
   bool rss_reset_ = false;
 };
 
+// A load point's row from what was measured: the samples, the pipeline's counters at the start
+// and end of the measured window, and the memory peaks.
+PipelineBenchRow FinishRow(const Setup& setup, scheduler::Policy policy, const char* mode,
+                           double seconds, Samples& samples, const pipeline::PipelineStats& at_warm,
+                           const pipeline::PipelineStats& at_end, const MemoryPeaks& peaks) {
+  PipelineBenchRow row;
+  row.policy = scheduler::PolicyName(policy);
+  row.mode = mode;
+  const double window_s = seconds * 0.8;
+  samples.Fill(&row, window_s);
+  FillEngineStats(at_warm, at_end, window_s, static_cast<int>(setup.engines.size()), &row);
+  peaks.Read(&row);
+  return row;
+}
+
 }  // namespace
 
 SimulatedEngine::SimulatedEngine(double intercept_ms, double per_image_ms, std::string precision)
@@ -252,14 +267,9 @@ StatusOr<PipelineBenchRow> ClosedLoop(const Setup& setup, scheduler::Policy poli
   const pipeline::PipelineStats at_end = p->Stats();
   for (std::thread& t : clients) t.join();
   p->Shutdown();
-  PipelineBenchRow row;
-  row.policy = scheduler::PolicyName(policy);
-  row.mode = "closed";
+  PipelineBenchRow row =
+      FinishRow(setup, policy, "closed", seconds, samples, at_warm, at_end, peaks);
   row.concurrency = concurrency;
-  const double window_s = seconds * 0.8;
-  samples.Fill(&row, window_s);
-  FillEngineStats(at_warm, at_end, window_s, static_cast<int>(setup.engines.size()), &row);
-  peaks.Read(&row);
   return row;
 }
 
@@ -297,14 +307,8 @@ StatusOr<PipelineBenchRow> OpenLoop(const Setup& setup, scheduler::Policy policy
   std::this_thread::sleep_until(end);
   const pipeline::PipelineStats at_end = p->Stats();
   p->Shutdown();  // the backlog drains; its latencies count, its completions do not
-  PipelineBenchRow row;
-  row.policy = scheduler::PolicyName(policy);
-  row.mode = "open";
+  PipelineBenchRow row = FinishRow(setup, policy, "open", seconds, samples, at_warm, at_end, peaks);
   row.offered_per_s = rate;
-  const double window_s = seconds * 0.8;
-  samples.Fill(&row, window_s);
-  FillEngineStats(at_warm, at_end, window_s, static_cast<int>(setup.engines.size()), &row);
-  peaks.Read(&row);
   return row;
 }
 

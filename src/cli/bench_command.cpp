@@ -1,10 +1,10 @@
 // `mogserve bench engine`: see bench/engine_bench.h.
-#include <fstream>
 #include <iostream>
 
 #include "bench/engine_bench.h"
 #include "cli/bench_pipeline_command.h"
 #include "cli/commands.h"
+#include "common/file_util.h"
 
 namespace mogserve::cli {
 namespace {
@@ -39,12 +39,6 @@ struct BenchFlags {
   std::string json_path;
   std::string markdown_path;
 };
-
-Status WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  f << text;
-  return f ? Status::Ok() : Internal("cannot write " + path);
-}
 
 // The rows to measure: the model's defaults unless a flag was given.
 void ApplyRowFlags(const BenchFlags& flags, const RowDefaults& defaults,
@@ -112,7 +106,7 @@ int RunEngineBenchCommand(const BenchFlags& flags) {
   for (const auto& [path, text] : {std::pair{flags.json_path, bench::EngineBenchJson(*report)},
                                    std::pair{flags.markdown_path, markdown}}) {
     if (path.empty()) continue;
-    if (Status s = WriteFile(path, text); !s.ok()) {
+    if (Status s = WriteTextFile(path, text); !s.ok()) {
       std::cerr << "error: " << s.message() << "\n";
       return kExitFatal;
     }

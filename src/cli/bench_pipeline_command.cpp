@@ -1,11 +1,11 @@
 // `mogserve bench pipeline`: see bench/pipeline_bench.h.
 #include "cli/bench_pipeline_command.h"
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "bench/pipeline_bench.h"
+#include "common/file_util.h"
 
 namespace mogserve::cli {
 namespace {
@@ -28,12 +28,6 @@ struct BenchPipelineFlags {
   std::string json_path;
   std::string markdown_path;
 };
-
-Status WriteText(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  f << text;
-  return f ? Status::Ok() : Internal("cannot write " + path);
-}
 
 int RunBenchPipeline(BenchPipelineFlags flags, const CLI::App& app) {
   bench::PipelineBenchOptions options;
@@ -82,7 +76,7 @@ int RunBenchPipeline(BenchPipelineFlags flags, const CLI::App& app) {
   for (const auto& [path, text] : {std::pair{flags.json_path, bench::PipelineBenchJson(*report)},
                                    std::pair{flags.markdown_path, markdown}}) {
     if (path.empty()) continue;
-    if (Status s = WriteText(path, text); !s.ok()) {
+    if (Status s = WriteTextFile(path, text); !s.ok()) {
       std::cerr << "error: " << s.message() << "\n";
       return kExitFatal;
     }

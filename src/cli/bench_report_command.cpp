@@ -6,6 +6,7 @@
 
 #include "bench/bench_report.h"
 #include "cli/commands.h"
+#include "common/file_util.h"
 
 namespace mogserve::cli {
 namespace {
@@ -143,10 +144,8 @@ int RunBenchReport(const BenchReportFlags& flags, const CLI::App& app) {
   for (const auto& [name, text] :
        {std::pair{std::string("report.md"), bench::BenchReportMarkdown(*report)},
         std::pair{std::string("report.json"), bench::BenchReportJson(*report)}}) {
-    std::ofstream f(dir / name);
-    f << text;
-    if (!f) {
-      std::cerr << "error: cannot write " << (dir / name).string() << "\n";
+    if (Status s = WriteTextFile((dir / name).string(), text); !s.ok()) {
+      std::cerr << "error: " << s.message() << "\n";
       return kExitFatal;
     }
   }

@@ -2,7 +2,6 @@
 // executable with the serve flags given after `--`, and the in-process comparison is built from
 // the same flags by the same code (cli/serving_stack.h).
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <iostream>
 
@@ -118,10 +117,8 @@ int Run(const BenchServeFlags& f) {
   for (const auto& [path, text] : {std::pair{f.json_path, bench::ServeBenchJson(*report)},
                                    std::pair{f.markdown_path, markdown}}) {
     if (path.empty()) continue;
-    std::ofstream file(path);
-    file << text;
-    if (!file) {
-      std::cerr << "error: cannot write " << path << "\n";
+    if (Status s = WriteTextFile(path, text); !s.ok()) {
+      std::cerr << "error: " << s.message() << "\n";
       return kExitFatal;
     }
   }

@@ -1,9 +1,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
 
 #include "cli/commands.h"
+#include "common/file_util.h"
 
 namespace mogserve::cli {
 namespace {
@@ -23,16 +23,9 @@ std::string ResolveModelDir(const std::string& flag) {
   if (const char* env = std::getenv("MOGSERVE_MODEL_DIR"); env != nullptr && *env != '\0') {
     return env;
   }
-  namespace fs = std::filesystem;
-  const fs::path relative = fs::path("models") / kDefaultModelFolder;
-  if (fs::is_directory(relative)) return relative.string();
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path beside = exe.parent_path().parent_path() / relative;
-    if (fs::is_directory(beside)) return beside.string();
-  }
-  return relative.string();
+  const std::string relative = std::string("models/") + kDefaultModelFolder;
+  const std::string found = FindProjectFolder(relative);
+  return found.empty() ? relative : found;
 }
 
 void AddEngineFlags(CLI::App& app, EngineFlags& flags) {

@@ -34,4 +34,26 @@ StatusOr<std::vector<uint8_t>> ReadFileBytes(const std::string& path) {
   return bytes;
 }
 
+std::string FindProjectFolder(const std::string& relative) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(relative)) return relative;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path beside = exe.parent_path().parent_path() / relative;
+    if (fs::is_directory(beside)) return beside.string();
+  }
+  return "";
+}
+
+Status WriteTextFile(const std::string& path, const std::string& text) {
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "wb"), &std::fclose);
+  if (!file) return Internal("cannot write " + path + ": " + std::strerror(errno));
+  if (std::fwrite(text.data(), 1, text.size(), file.get()) != text.size() ||
+      std::fclose(file.release()) != 0) {
+    return Internal("cannot write " + path + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
 }  // namespace mogserve

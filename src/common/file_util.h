@@ -13,4 +13,12 @@ namespace mogserve {
 // other I/O errors; the message names the path.
 StatusOr<std::vector<uint8_t>> ReadFileBytes(const std::string& path);
 
+// A folder shipped with the project (models/..., tests/data/...), given relative to the project
+// root: in the working directory, else next to the build (<folder of the executable>/..);
+// empty when neither exists.
+std::string FindProjectFolder(const std::string& relative);
+
+// Writes `text` to `path`, replacing it; kInternal naming the path when it cannot be written.
+Status WriteTextFile(const std::string& path, const std::string& text);
+
 }  // namespace mogserve

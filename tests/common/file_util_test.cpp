@@ -29,5 +29,23 @@ TEST(ReadFileBytesTest, ReadsFilesAndReportsErrors) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(WriteTextFileTest, ReplacesTheFileAndNamesThePathOnFailure) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("mogserve_write_text_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "report.md").string();
+  ASSERT_TRUE(WriteTextFile(path, "a longer first version\n").ok());
+  ASSERT_TRUE(WriteTextFile(path, "second").ok());
+  StatusOr<std::vector<uint8_t>> read = ReadFileBytes(path);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(std::string(read->begin(), read->end()), "second");
+
+  const std::string missing = (dir / "no_such_dir" / "x.json").string();
+  const Status failed = WriteTextFile(missing, "x");
+  EXPECT_EQ(failed.code(), StatusCode::kInternal);
+  EXPECT_NE(failed.message().find(missing), std::string::npos) << failed.message();
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace mogserve
