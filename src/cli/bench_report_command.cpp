@@ -1,6 +1,5 @@
 // `mogserve bench report`: see bench/bench_report.h.
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -39,8 +38,8 @@ struct BenchReportFlags {
 
 // The command line as typed, from /proc/self/cmdline, quoted where needed.
 std::string CommandLine() {
-  std::ifstream f("/proc/self/cmdline", std::ios::binary);
-  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const StatusOr<std::vector<uint8_t>> bytes = ReadFileBytes("/proc/self/cmdline");
+  const std::string all = bytes.ok() ? std::string(bytes->begin(), bytes->end()) : "";
   std::string line, arg;
   const auto flush = [&] {
     const bool plain =
