@@ -29,7 +29,9 @@ NODE_MODULES="$ROOT/node_modules"
 DEBIAN_PACKAGES=(
   g++ cmake ninja-build pkg-config
   libtorch-dev libturbojpeg0-dev libpng-dev libwebp-dev zlib1g-dev
-  nlohmann-json3-dev libcli11-dev libspdlog-dev libcpp-httplib-dev
+  nlohmann-json3-dev libcli11-dev libspdlog-dev
+  libboost1.81-dev  # Boost.Beast + Asio: the HTTP server (src/server/http/)
+  libcpp-httplib-dev  # an HTTP client for `bench serve` and the end-to-end tests
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev  # libFuzzer for the request/image parsing fuzz target
   python3-torch  # the independent MogFace reference (tests/reference) and tools/*.py

@@ -1,5 +1,7 @@
 #include "bench/pipeline_driver.h"
 
+#include "common/process_memory.h"
+
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -109,7 +111,7 @@ class MemoryPeaks {
   }
   void Read(PipelineBenchRow* row) const {
     row->engine_peak_bytes = setup_.engines[0]->Memory().peak_in_use_bytes;
-    row->peak_rss_bytes = rss_reset_ ? PeakRssBytes() : 0;
+    row->peak_rss_bytes = rss_reset_ ? ReadProcessMemory().peak_rss_bytes : 0;
   }
 
  private:
@@ -165,25 +167,6 @@ double CpuSeconds() {
   getrusage(RUSAGE_SELF, &usage);
   return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
          (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
-bool ResetPeakRss() {
-  std::ofstream f("/proc/self/clear_refs");
-  if (!f) return false;
-  f << "5";
-  f.flush();
-  return static_cast<bool>(f);
-}
-
-int64_t PeakRssBytes() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) {
-      return static_cast<int64_t>(std::strtoll(line.c_str() + 6, nullptr, 10)) * 1024;
-    }
-  }
-  return 0;
 }
 
 StatusOr<PlannedCapacity> PlanBatches(Setup* setup, int picture_width, int picture_height,

@@ -48,12 +48,6 @@ class SimulatedEngine final : public engine::Engine {
 // CPU time (user + system) of the process so far, in seconds.
 double CpuSeconds();
 
-// The process's peak resident set: ResetPeakRss() sets it back to the current RSS (writes 5 to
-// /proc/self/clear_refs; false where the kernel refuses), PeakRssBytes() reads VmHWM from
-// /proc/self/status (0 when unavailable).
-bool ResetPeakRss();
-int64_t PeakRssBytes();
-
 // What a point runs on: the engines, their input geometry and the warm-up latencies.
 struct Setup {
   std::vector<engine::Engine*> engines;

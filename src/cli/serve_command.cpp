@@ -2,6 +2,7 @@
 // with the buffer plan measured at start-up, and graceful shutdown on SIGINT / SIGTERM.
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <future>
@@ -26,6 +27,28 @@ sigset_t BlockShutdownSignals() {
   return set;
 }
 
+// Raises the open-file limit to the hard limit (each connection is a descriptor) and caps
+// --max-connections to what it allows, keeping room for the model, logs and listeners.
+void FitConnectionsToFileLimit(server::ServerOptions& options) {
+  constexpr int kReserved = 256;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+    getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  if (limit.rlim_cur == RLIM_INFINITY) return;
+  const int64_t room = static_cast<int64_t>(limit.rlim_cur) - kReserved;
+  if (options.http.max_connections > room) {
+    spdlog::warn(
+        "--max-connections {} is over what the open-file limit ({}) allows: using {} "
+        "(raise it with ulimit -n)",
+        options.http.max_connections, limit.rlim_cur, std::max<int64_t>(1, room));
+    options.http.max_connections = static_cast<int>(std::max<int64_t>(1, room));
+  }
+}
+
 int Fail(const Status& status) {
   std::cerr << "error: " << status.message() << "\n";
   return ExitCodeFor(status);
@@ -33,22 +56,13 @@ int Fail(const Status& status) {
 
 int RunServe(const ServeFlags& flags) {
   const sigset_t signals = BlockShutdownSignals();
+  auto server_options = ToServerOptions(flags);
+  if (!server_options.ok()) return Fail(server_options.status());
+  FitConnectionsToFileLimit(*server_options);
   spdlog::info("loading {} ...", flags.engine.model);
   auto loaded = LoadEngines(flags);
   if (!loaded.ok()) return Fail(loaded.status());
-
-  server::ServerOptions server_options;
-  server_options.host = flags.host;
-  server_options.port = flags.port;
-  server_options.api_key = flags.api_key;
-  server_options.cors_origin = flags.cors_origin;
-  server_options.limits.max_body_bytes = flags.max_body_bytes;
-  server_options.limits.max_images = flags.max_images;
-  server_options.max_connections = flags.max_connections;
-  server_options.access_log = flags.access_log == "json"  ? server::ServerOptions::AccessLog::kJson
-                              : flags.access_log == "off" ? server::ServerOptions::AccessLog::kOff
-                                                          : server::ServerOptions::AccessLog::kText;
-  server::HttpServer http(server_options);
+  server::HttpServer http(*server_options);
   auto port = http.Bind();
   if (!port.ok()) {
     std::cerr << "error: " << port.status().message() << "\n";

@@ -1,13 +1,16 @@
 #include "cli/serving_stack.h"
 
+#include <cmath>
+
 #include "common/cpu_info.h"
+#include "common/file_util.h"
 #include "pipeline/buffer_plan.h"
 
 namespace mogserve::cli {
 namespace {
 
 double MaxDelaySeconds(const ServeFlags& f) {
-  return f.max_delay_ms >= 0 ? f.max_delay_ms / 1000.0 : f.timeout_s;
+  return f.max_delay_ms ? *f.max_delay_ms / 1000.0 : f.timeout_s;
 }
 
 StatusOr<scheduler::SchedulerConfig> ToSchedulerConfig(const ServeFlags& f) {
@@ -57,16 +60,36 @@ void AddServeFlags(CLI::App& app, ServeFlags& f) {
   Flag(app, "--port", f.port, "Port (0: any free port)")->check(CLI::Range(0, 65535));
   Flag(app, "--api-key", f.api_key,
        "Require 'Authorization: Bearer <key>' on /v1/* (default: none, no key needed)");
+  Flag(app, "--api-key-file", f.api_key_file,
+       "Read the API key from this file (first line), so it is not visible in the process list "
+       "(default: none)")
+      ->check(CLI::ExistingFile);
   Flag(app, "--cors-origin", f.cors_origin, "Allow this browser origin (CORS); off by default");
-  Flag(app, "--max-body-bytes", f.max_body_bytes, "Largest request body")
+  Flag(app, "--max-body-bytes", f.max_body_bytes, "Largest request body (413 beyond)")
       ->check(CLI::Range(int64_t{1024}, int64_t{1} << 34));
+  Flag(app, "--max-body-bytes-in-flight", f.max_body_bytes_in_flight,
+       "Request bodies held at once over all connections, until answered (503 beyond)")
+      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 40));
   Flag(app, "--max-images", f.max_images, "Most images in one request")
       ->check(CLI::Range(1, 10000));
   Flag(app, "--max-pixels", f.max_pixels, "Refuse images with more pixels (413)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  Flag(app, "--max-header-bytes", f.max_header_bytes,
+       "Largest request line + header fields (431; 414 for a long request line)")
+      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 20));
   Flag(app, "--max-connections", f.max_connections,
-       "Connections served at once; more wait to be accepted")
-      ->check(CLI::Range(1, 4096));
+       "Open connections; at the cap a new one displaces the longest idle or slowest-header one")
+      ->check(CLI::Range(1, 1'000'000));
+  Flag(app, "--io-threads", f.io_threads, "HTTP event-loop threads")->check(CLI::Range(1, 64));
+  Flag(app, "--header-timeout", f.header_timeout_s,
+       "Seconds a client has to send a request's header (408 after)")
+      ->check(CLI::Range(0.1, 3600.0));
+  Flag(app, "--body-timeout", f.body_timeout_s,
+       "Seconds a client has to send a request's body once its header is in (408 after)")
+      ->check(CLI::Range(0.1, 3600.0));
+  Flag(app, "--idle-timeout", f.idle_timeout_s,
+       "Seconds a keep-alive connection may wait for its next request")
+      ->check(CLI::Range(0.1, 3600.0));
   Flag(app, "--access-log", f.access_log, "text, json or off")
       ->check(CLI::IsMember({"text", "json", "off"}));
   Flag(app, "--drain-timeout", f.drain_timeout_s,
@@ -78,8 +101,9 @@ void AddServeFlags(CLI::App& app, ServeFlags& f) {
   Flag(app, "--timeout", f.timeout_s,
        "Longest a batch waits to fill, in seconds (the deployment guide's --timeout)")
       ->check(CLI::Range(0.0, 10.0));
-  Flag(app, "--max-delay-ms", f.max_delay_ms,
-       "The same in milliseconds; overrides --timeout when given (default: unset)")
+  app.add_option("--max-delay-ms", f.max_delay_ms,
+                 "The same in milliseconds; overrides --timeout when given (default: unset)")
+      ->envname("MOGSERVE_MAX_DELAY_MS")
       ->check(CLI::Range(0.0, 10000.0));
   Flag(app, "--max-batch-pixels", f.max_batch_pixels, "Pixel budget per batch (0: none)")
       ->check(CLI::NonNegativeNumber);
@@ -113,6 +137,41 @@ void AddServeFlags(CLI::App& app, ServeFlags& f) {
        "Batch sizes the start-up warm-up measures (capped by --max-batch-size)")
       ->delimiter(',')
       ->check(CLI::Range(1, 1024));
+}
+
+StatusOr<server::ServerOptions> ToServerOptions(const ServeFlags& flags) {
+  server::ServerOptions o;
+  o.host = flags.host;
+  o.port = flags.port;
+  o.api_key = flags.api_key;
+  if (!flags.api_key_file.empty()) {
+    if (!flags.api_key.empty()) {
+      return InvalidArgument("--api-key and --api-key-file: give one, not both");
+    }
+    auto bytes = ReadFileBytes(flags.api_key_file);
+    if (!bytes.ok()) return InvalidArgument("--api-key-file: " + bytes.status().message());
+    const std::string text(bytes->begin(), bytes->end());
+    o.api_key = text.substr(0, text.find_first_of("\r\n"));
+    if (o.api_key.empty()) {
+      return InvalidArgument("--api-key-file: " + flags.api_key_file +
+                             " is empty; put the key on its first line");
+    }
+  }
+  o.cors_origin = flags.cors_origin;
+  o.limits.max_images = flags.max_images;
+  o.http.max_body_bytes = flags.max_body_bytes;
+  o.http.max_body_bytes_in_flight = flags.max_body_bytes_in_flight;
+  o.http.max_header_bytes = flags.max_header_bytes;
+  o.http.max_connections = flags.max_connections;
+  const auto ms = [](double s) { return std::chrono::milliseconds(std::llround(s * 1000)); };
+  o.http.header_timeout = ms(flags.header_timeout_s);
+  o.http.body_timeout = ms(flags.body_timeout_s);
+  o.http.idle_timeout = ms(flags.idle_timeout_s);
+  o.io_threads = flags.io_threads;
+  o.access_log = flags.access_log == "json"  ? server::ServerOptions::AccessLog::kJson
+                 : flags.access_log == "off" ? server::ServerOptions::AccessLog::kOff
+                                             : server::ServerOptions::AccessLog::kText;
+  return o;
 }
 
 int ExitCodeFor(const Status& status) {
@@ -161,10 +220,9 @@ StatusOr<ServingPipeline> StartPipeline(const ServeFlags& flags, const LoadedEng
   options.buckets = loaded.buckets;
   options.scheduler = config;
   options.latency_seed = plan->latency_samples();
-  // Each HTTP connection waits for its own images, so connections x images already bound what
-  // is being decoded; the queue capacity bounds it too.
-  options.max_preprocessing = static_cast<int>(
-      std::min<int64_t>(flags.queue_capacity, int64_t{flags.max_connections} * flags.max_images));
+  // Requests still decoding hold their encoded bytes, which the HTTP layer's body budget
+  // (--max-body-bytes-in-flight) bounds until each request is answered.
+  options.max_preprocessing = static_cast<int>(flags.queue_capacity);
   options.preprocess_threads =
       flags.workers > 0 ? flags.workers : std::max(1, AvailableCores() / 2);
   options.postprocess_threads = flags.post_threads;

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,18 +23,25 @@ struct ServeFlags {
   std::string host = "127.0.0.1";
   int port = 7860;
   std::string api_key;
+  std::string api_key_file;  // the key from a file: not visible in the process list
   std::string cors_origin;
   int64_t max_body_bytes = 64 << 20;
+  int64_t max_body_bytes_in_flight = int64_t{1} << 30;
   int max_images = 32;
   int64_t max_pixels = 50'000'000;
-  int max_connections = 64;
+  int64_t max_header_bytes = 16 << 10;
+  int max_connections = 10'000;
+  int io_threads = 2;
+  double header_timeout_s = 10;
+  double body_timeout_s = 60;
+  double idle_timeout_s = 10;
   std::string access_log = "text";
   double drain_timeout_s = 30;
   // Scheduler.
   std::string scheduler = "continuous";
   int max_batch_size = 16;
-  double timeout_s = 0.002;  // the deployment guide's --timeout: the max batching delay
-  double max_delay_ms = -1;  // the same in milliseconds; >= 0 overrides --timeout
+  double timeout_s = 0.002;            // the deployment guide's --timeout: the max batching delay
+  std::optional<double> max_delay_ms;  // the same in milliseconds; overrides --timeout
   int64_t max_batch_pixels = 0;
   int64_t queue_capacity = 4096;
   int64_t queue_capacity_bytes = int64_t{1} << 30;
@@ -50,6 +58,10 @@ struct ServeFlags {
 };
 
 void AddServeFlags(CLI::App& app, ServeFlags& f);
+
+// The HTTP server's options from the flags (reads --api-key-file); InvalidArgument naming the
+// flag when they conflict or the key file cannot be read.
+StatusOr<server::ServerOptions> ToServerOptions(const ServeFlags& flags);
 
 // The exit code for a start-up failure: a bad option (InvalidArgument) is a usage error.
 int ExitCodeFor(const Status& status);

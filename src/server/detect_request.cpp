@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "server/multipart_form.h"
+
 namespace mogserve::server {
 namespace {
 
@@ -36,6 +38,17 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
+}
+
+// "image/jpeg" from "Image/JPEG; charset=binary".
+std::string MediaType(std::string_view content_type) {
+  return Lower(Trim(content_type.substr(0, content_type.find(';'))));
+}
+
+// Bodies that are the image itself (octet-stream and none: the decoder sniffs the format).
+bool IsRawImageType(const std::string& media) {
+  return media == "image/jpeg" || media == "image/png" || media == "image/webp" ||
+         media == "application/octet-stream" || media.empty();
 }
 
 template <typename T>
@@ -100,8 +113,10 @@ std::optional<HttpError> AddImage(std::string name, std::string bytes, const Req
   return std::nullopt;
 }
 
-std::optional<HttpError> ParseFormParts(const std::vector<FormPart>& parts,
+std::optional<HttpError> ParseFormParts(std::string_view content_type, std::string_view body,
                                         const RequestLimits& limits, DetectRequest& r) {
+  std::vector<FormPart> parts;
+  if (auto e = ParseMultipartForm(content_type, body, limits.max_form_parts, &parts)) return e;
   for (const FormPart& part : parts) {
     if (part.name == "image" || part.name == "images" || part.name == "image[]") {
       std::string name = part.filename.empty() ? "image" : part.filename;
@@ -114,10 +129,57 @@ std::optional<HttpError> ParseFormParts(const std::vector<FormPart>& parts,
   return std::nullopt;
 }
 
+// Builds the DOM like nlohmann's own parser, but stops at max_depth: a body nested deeper is
+// refused while it is read, so no later step (serialising a value back, destroying it) can
+// recurse deeply on client data.
+class DepthLimitedSax : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  DepthLimitedSax(nlohmann::json* root, int max_depth)
+      : dom_(*root, false), max_depth_(max_depth) {}
+  bool too_deep() const { return too_deep_; }
+
+  bool null() override { return dom_.null(); }
+  bool boolean(bool v) override { return dom_.boolean(v); }
+  bool number_integer(number_integer_t v) override { return dom_.number_integer(v); }
+  bool number_unsigned(number_unsigned_t v) override { return dom_.number_unsigned(v); }
+  bool number_float(number_float_t v, const string_t& s) override {
+    return dom_.number_float(v, s);
+  }
+  bool string(string_t& v) override { return dom_.string(v); }
+  bool binary(binary_t& v) override { return dom_.binary(v); }
+  bool start_object(std::size_t n) override { return Enter() && dom_.start_object(n); }
+  bool key(string_t& v) override { return dom_.key(v); }
+  bool end_object() override { return --depth_, dom_.end_object(); }
+  bool start_array(std::size_t n) override { return Enter() && dom_.start_array(n); }
+  bool end_array() override { return --depth_, dom_.end_array(); }
+  bool parse_error(std::size_t at, const std::string& token,
+                   const nlohmann::detail::exception& e) override {
+    return dom_.parse_error(at, token, e);
+  }
+
+ private:
+  bool Enter() {
+    if (++depth_ <= max_depth_) return true;
+    too_deep_ = true;
+    return false;
+  }
+  nlohmann::detail::json_sax_dom_parser<nlohmann::json> dom_;
+  const int max_depth_;
+  int depth_ = 0;
+  bool too_deep_ = false;
+};
+
 std::optional<HttpError> ParseJsonBody(std::string_view body, const RequestLimits& limits,
                                        DetectRequest& r) {
-  const nlohmann::json doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return Error(400, "bad_request", "the body is not valid JSON");
+  nlohmann::json doc;
+  DepthLimitedSax sax(&doc, limits.max_json_depth);
+  const bool parsed = nlohmann::json::sax_parse(body, &sax);
+  if (sax.too_deep()) {
+    return Error(400, "json_too_deep",
+                 "the JSON body nests deeper than " + std::to_string(limits.max_json_depth) +
+                     " levels (the limit, max_json_depth); send {\"image\": \"<base64>\"}");
+  }
+  if (!parsed) return Error(400, "bad_request", "the body is not valid JSON");
   if (!doc.is_object()) return Error(400, "bad_request", "the JSON body must be an object");
   auto add_base64 = [&](const nlohmann::json& value, const std::string& field) {
     if (!value.is_string()) {
@@ -195,8 +257,21 @@ std::optional<std::string> DecodeBase64(std::string_view text) {
   return out;
 }
 
-ParsedDetectRequest ParseDetectRequest(std::string_view content_type, std::string_view body,
-                                       const std::vector<FormPart>& parts,
+std::optional<HttpError> CheckDetectContentType(std::string_view content_type) {
+  const std::string media = MediaType(content_type);
+  if (IsRawImageType(media) || media == "multipart/form-data" || media == "application/json") {
+    return std::nullopt;
+  }
+  std::string message = "content type '" + media + "' is not accepted; send " + kAcceptedTypes;
+  if (media == "application/x-www-form-urlencoded") {
+    message +=
+        ". curl --data-binary sends form-urlencoded unless told otherwise: add -H "
+        "'Content-Type: image/jpeg' (or image/png, image/webp)";
+  }
+  return Error(415, "unsupported_media_type", std::move(message));
+}
+
+ParsedDetectRequest ParseDetectRequest(std::string_view content_type, std::string body,
                                        const std::multimap<std::string, std::string>& query,
                                        const RequestLimits& limits) {
   ParsedDetectRequest out;
@@ -207,29 +282,16 @@ ParsedDetectRequest ParseDetectRequest(std::string_view content_type, std::strin
       return out;
     }
   }
-  if (static_cast<int64_t>(body.size()) > limits.max_body_bytes) {
-    out.error = Error(413, "payload_too_large",
-                      "the body has " + std::to_string(body.size()) + " bytes; at most " +
-                          std::to_string(limits.max_body_bytes) + " are accepted");
-    return out;
-  }
-  const std::string media = Lower(Trim(content_type.substr(0, content_type.find(';'))));
-  std::optional<HttpError> error;
-  if (media == "image/jpeg" || media == "image/png" || media == "image/webp" ||
-      media == "application/octet-stream" || media.empty()) {
-    error = AddImage("image", std::string(body), limits, r);
-  } else if (media == "multipart/form-data") {
-    error = ParseFormParts(parts, limits, r);
-  } else if (media == "application/json") {
-    error = ParseJsonBody(body, limits, r);
-  } else {
-    std::string message = "content type '" + media + "' is not accepted; send " + kAcceptedTypes;
-    if (media == "application/x-www-form-urlencoded") {
-      message +=
-          " (curl --data-binary sends form-urlencoded unless given -H 'Content-Type: "
-          "image/jpeg')";
+  const std::string media = MediaType(content_type);
+  std::optional<HttpError> error = CheckDetectContentType(content_type);
+  if (!error) {
+    if (IsRawImageType(media)) {
+      error = AddImage("image", std::move(body), limits, r);
+    } else if (media == "multipart/form-data") {
+      error = ParseFormParts(content_type, body, limits, r);
+    } else {
+      error = ParseJsonBody(body, limits, r);
     }
-    error = Error(415, "unsupported_media_type", std::move(message));
   }
   if (!error && r.images.empty()) {
     error =

@@ -1,6 +1,7 @@
 // Parsing one POST /v1/detect request (DESIGN.md §6) from its content type, body and query
 // parameters into images and options, with the HTTP error a bad request deserves. No sockets:
-// the HTTP server hands in what it read, and the fuzz target calls it directly.
+// the HTTP server hands in what it read, and the fuzz target calls it directly. Nothing here
+// recurses on client data: JSON nesting is bounded while it is parsed.
 #pragma once
 
 #include <cstdint>
@@ -11,15 +12,9 @@
 #include <vector>
 
 #include "scheduler/request.h"
+#include "server/http_error.h"
 
 namespace mogserve::server {
-
-// What the client gets back for a refused request: {"error":{"code","message"}} with `status`.
-struct HttpError {
-  int status = 400;
-  std::string code;     // stable, machine-readable: "invalid_parameter", "unsupported_media_type"
-  std::string message;  // for people: which field, what was wrong, what is allowed
-};
 
 struct DetectParams {
   std::optional<float> score_threshold;  // 0..1
@@ -42,29 +37,27 @@ struct DetectRequest {
 };
 
 struct RequestLimits {
-  int64_t max_body_bytes = 64 << 20;  // checked by the server before reading; repeated here
-  int max_images = 32;                // per request
+  int max_images = 32;      // per request (413)
+  int max_form_parts = 64;  // multipart parts, images and option fields together (413)
+  int max_json_depth = 8;   // nesting of a JSON body, checked while parsing (400)
 };
 
-// The fields of a multipart/form-data body, as the HTTP library parsed them.
-struct FormPart {
-  std::string name;
-  std::string filename;
-  std::string_view data;
-};
+// The body's media type decides how it is read; refused types get 415 (naming the accepted
+// ones, and how to send a photo with curl when it came as a form). Checked from the header,
+// before the body is read.
+std::optional<HttpError> CheckDetectContentType(std::string_view content_type);
 
 // `query` holds the URL's query parameters; for multipart and JSON bodies the same options may
-// also come as form fields / JSON members (the body wins). A multipart body arrives already
-// split into `parts` (cpp-httplib parses it while reading); `body` is then empty. On failure
-// returns the error:
-//   415 unsupported content type (names the accepted ones), 400 malformed multipart / JSON /
-//   base64, 422 a bad option (which one, what is allowed), 413 too many images, 400 no image.
+// also come as form fields / JSON members (the body wins). `body` is moved into the image of a
+// raw upload (no copy). On failure returns the error:
+//   415 unsupported content type, 400 malformed multipart / JSON / base64 (or JSON nested deeper
+//   than max_json_depth), 422 a bad option (which one, what is allowed), 413 too many images or
+//   parts, 400 no image.
 struct ParsedDetectRequest {
   std::optional<HttpError> error;
   DetectRequest request;
 };
-ParsedDetectRequest ParseDetectRequest(std::string_view content_type, std::string_view body,
-                                       const std::vector<FormPart>& parts,
+ParsedDetectRequest ParseDetectRequest(std::string_view content_type, std::string body,
                                        const std::multimap<std::string, std::string>& query,
                                        const RequestLimits& limits);
 

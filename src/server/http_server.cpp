@@ -1,35 +1,39 @@
 #include "server/http_server.h"
 
-#include <httplib.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 
-#include <chrono>
-#include <condition_variable>
-#include <mutex>
+#include <atomic>
+#include <cmath>
 
+#include "common/process_memory.h"
 #include "scheduler/outcome.h"
+#include "server/http/listener.h"
 #include "server/result_json.h"
 #include "server/web_ui.h"
 
 namespace mogserve::server {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using http::HttpRequest;
+using http::HttpResponse;
 constexpr const char* kJson = "application/json";
 
-// Start of the request this HTTP worker thread is handling (set before routing), for the
-// access log's duration.
-thread_local Clock::time_point request_start;
-
-void SendError(httplib::Response& res, int status, const std::string& code,
-               const std::string& message) {
-  res.status = status;
-  res.set_content(ToJsonLine(ErrorToJson(code, message)), kJson);
+HttpResponse JsonResponse(const nlohmann::json& body, int status = 200) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type = kJson;
+  r.body = ToJsonLine(body);
+  return r;
 }
 
-void SendError(httplib::Response& res, const HttpError& e) {
-  SendError(res, e.status, e.code, e.message);
+HttpResponse Error(const HttpError& e) {
+  return http::JsonError(e.status, e.code, e.message);
+}
+
+HttpResponse NotReady() {
+  HttpResponse r = http::JsonError(503, "not_ready", "the model is still loading and warming up");
+  r.SetHeader("Retry-After", "1");
+  return r;
 }
 
 // How a pipeline outcome answers over HTTP: status and error code (done: 200, no code).
@@ -61,32 +65,8 @@ std::pair<int, std::string> HttpStatusOf(const pipeline::RequestResult& r) {
   return {500, "internal"};
 }
 
-// Waits for the results of one HTTP request's images.
-class ResultLatch {
- public:
-  explicit ResultLatch(size_t n) : results_(n), pending_(n) {}
-  pipeline::ResultCallback Slot(size_t i) {
-    return [this, i](pipeline::RequestResult r) {
-      std::lock_guard<std::mutex> lock(mu_);
-      results_[i] = std::move(r);
-      if (--pending_ == 0) cv_.notify_all();
-    };
-  }
-  std::vector<pipeline::RequestResult>& Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return pending_ == 0; });
-    return results_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<pipeline::RequestResult> results_;
-  size_t pending_;
-};
-
 // Compares in time independent of where the strings differ (API keys).
-bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
   for (size_t i = 0; i < a.size(); ++i) {
     diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
@@ -94,302 +74,311 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-// The route label for metrics: known paths as they are, the rest folded into one value so a
-// scanner cannot grow the label set without bound.
-std::string RouteLabel(const std::string& path) {
-  for (const char* known :
-       {"/v1/detect", "/healthz", "/readyz", "/metrics", "/v1/models", "/v1/stats", "/"}) {
-    if (path == known) return path;
+// The routes: exact paths, and "/ui" for everything under it. GET routes answer HEAD too.
+enum class Route { kDetect, kHealthz, kReadyz, kMetrics, kModels, kStats, kWebUi };
+struct RouteEntry {
+  const char* path;
+  Route route;
+  const char* method;
+};
+constexpr RouteEntry kRoutes[] = {
+    {"/v1/detect", Route::kDetect, "POST"},
+    {"/healthz", Route::kHealthz, "GET"},
+    {"/readyz", Route::kReadyz, "GET"},
+    {"/metrics", Route::kMetrics, "GET"},
+    {"/v1/models", Route::kModels, "GET"},
+    {"/v1/stats", Route::kStats, "GET"},
+    {"/", Route::kWebUi, "GET"},
+};
+
+const RouteEntry* FindRoute(std::string_view path) {
+  for (const RouteEntry& e : kRoutes) {
+    if (path == e.path) return &e;
   }
-  return "other";
+  static constexpr RouteEntry kUi = {"/ui", Route::kWebUi, "GET"};
+  if (path == "/ui" || path.rfind("/ui/", 0) == 0) return &kUi;
+  return nullptr;
 }
 
-// cpp-httplib's Server::stop() closes the listening socket and also makes every worker drop
-// its connection unread: connections accepted but still waiting for a free worker, and the next
-// request on a keep-alive connection, would be reset instead of answered. So Stop() shuts the
-// listening socket down itself: accept() fails, the accept loop ends, and the workers still
-// serve every connection already accepted before Serve returns. The socket is the one given to
-// the socket-options hook (cpp-httplib calls it only for the listening socket).
-class DrainingServer : public httplib::Server {
+bool MethodAllowed(const RouteEntry& e, std::string_view method) {
+  return method == e.method || (method == "HEAD" && std::string_view(e.method) == "GET");
+}
+
+// The route label for metrics: known paths as they are, the rest folded into one value so a
+// scanner cannot grow the label set without bound.
+std::string RouteLabel(std::string_view path) {
+  const RouteEntry* e = FindRoute(path);
+  return e == nullptr ? "other" : e->path;
+}
+
+// The results of one HTTP request's images, answered when the last one ends.
+class DetectCall : public std::enable_shared_from_this<DetectCall> {
  public:
-  DrainingServer() {
-    set_socket_options([this](socket_t sock) {
-      httplib::default_socket_options(sock);
-      listen_fd_.store(sock);
-    });
-  }
-  // cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed when the shared
-  // library was built): a burst of more clients overflows it, and with SYN cookies the kernel
-  // then resets connections whose requests were already sent. Listening again on the bound
-  // socket raises the backlog (Linux caps it at net.core.somaxconn).
-  bool RaiseBacklog() {
-    const int fd = listen_fd_.load();
-    return fd >= 0 && ::listen(fd, SOMAXCONN) == 0;
-  }
-  // Stops accepting connections; the ones accepted are still served. False when nothing is
-  // bound (then cpp-httplib's own stop() must do).
-  bool StopListening() {
-    const int fd = listen_fd_.load();
-    return fd >= 0 && ::shutdown(fd, SHUT_RDWR) == 0;
+  // `body` holds the request's bytes in the in-flight budget until the answer.
+  DetectCall(DetectRequest request, http::BodyLease body, http::Responder respond)
+      : request_(std::move(request)),
+        body_(std::move(body)),
+        respond_(std::move(respond)),
+        results_(request_.images.size()),
+        pending_(request_.images.size()) {}
+
+  pipeline::ResultCallback Slot(size_t i) {
+    return [self = shared_from_this(), i](pipeline::RequestResult r) {
+      self->results_[i] = std::move(r);
+      if (self->pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) self->Answer();
+    };
   }
 
  private:
-  std::atomic<int> listen_fd_{-1};
+  nlohmann::json BodyOf(const pipeline::RequestResult& r) const {
+    if (r.outcome != scheduler::Outcome::kDone) {
+      return ErrorToJson(HttpStatusOf(r).second, r.status.message());
+    }
+    return request_.params.modelscope_format ? ResultToModelScopeJson(r.result)
+                                             : ResultToJson(r.result, /*include_timing=*/true);
+  }
+
+  void Answer() {
+    if (!request_.many) {
+      const auto [status, code] = HttpStatusOf(results_[0]);
+      HttpResponse r = JsonResponse(BodyOf(results_[0]), status);
+      if (status == 503) r.SetHeader("Retry-After", "1");
+      return respond_(std::move(r));
+    }
+    // Several images: 200 with one entry per image, in order; each failed one carries its own
+    // error (and "status", the code it would have had alone).
+    nlohmann::json list = nlohmann::json::array();
+    for (size_t i = 0; i < results_.size(); ++i) {
+      nlohmann::json entry = BodyOf(results_[i]);
+      entry["name"] = request_.images[i].name;
+      entry["status"] = HttpStatusOf(results_[i]).first;
+      list.push_back(std::move(entry));
+    }
+    respond_(JsonResponse({{"results", list}}));
+  }
+
+  DetectRequest request_;  // the images' bytes are moved out when submitted
+  http::BodyLease body_;
+  http::Responder respond_;
+  std::vector<pipeline::RequestResult> results_;
+  std::atomic<size_t> pending_;
 };
 
 }  // namespace
 
-HttpServer::HttpServer(ServerOptions options)
-    : options_(std::move(options)), http_(std::make_unique<DrainingServer>()) {
-  const int workers = std::max(1, options_.max_connections);
-  http_->new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-  http_->set_payload_max_length(static_cast<size_t>(options_.limits.max_body_bytes));
-  http_->set_read_timeout(options_.read_timeout_s, 0);
-  http_->set_keep_alive_max_count(100);
-  // Replies are written in pieces (headers, body); without TCP_NODELAY, Nagle's algorithm holds
-  // the last piece until the client's delayed ACK (~40 ms on Linux loopback) — measured as a
-  // 55 ms per-request overhead at concurrency 1 before this line.
-  http_->set_tcp_nodelay(true);
-  InstallRoutes();
+HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
+  http::ListenerOptions listener;
+  listener.host = options_.host;
+  listener.port = options_.port;
+  listener.limits = options_.http;
+  listener.io_threads = options_.io_threads;
+  http::HttpHandler* handler = this;
+  listener_ = std::make_unique<http::Listener>(std::move(listener), handler);
 }
 
 HttpServer::~HttpServer() = default;
 
 StatusOr<int> HttpServer::Bind() {
-  int port = options_.port;
-  if (port == 0) {
-    port = http_->bind_to_any_port(options_.host);
-    if (port <= 0) return FailedPrecondition("cannot bind " + options_.host + " to any port");
-  } else if (!http_->bind_to_port(options_.host, options_.port)) {
-    return FailedPrecondition(
-        "cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
-        " (in use, or not an address of this machine); choose another --port or "
-        "--host");
-  }
-  if (!static_cast<DrainingServer&>(*http_).RaiseBacklog()) {
-    spdlog::warn("cannot raise the listen backlog: bursts of connections may be reset");
-  }
-  return port;
+  return listener_->Bind();
 }
 
 void HttpServer::Serve() {
-  if (!stopped_) http_->listen_after_bind();
+  listener_->Run();
 }
 
 void HttpServer::Stop() {
   if (stopped_.exchange(true)) return;
-  // Not http_->stop(): see DrainingServer. The accept loop then closes the socket itself.
-  if (!static_cast<DrainingServer&>(*http_).StopListening()) http_->stop();
+  listener_->Stop();
 }
 
 void HttpServer::SetPipeline(pipeline::Pipeline* pipeline, std::vector<engine::Engine*> engines,
                              ModelDescription model) {
   engines_ = std::move(engines);
   model_ = std::move(model);
+  idle_rss_bytes_ = ReadProcessMemory().rss_bytes;
   pipeline_.store(pipeline);
 }
 
-void HttpServer::InstallRoutes() {
-  httplib::Server& http = *http_;
+bool HttpServer::Authorized(const HttpRequest& head) const {
+  // "Bearer <key>"; the scheme is case-insensitive (RFC 9110 §11.1).
+  std::string_view auth = head.Header("Authorization");
+  const size_t space = auth.find(' ');
+  if (space == std::string_view::npos || !http::EqualsIgnoreCase(auth.substr(0, space), "Bearer")) {
+    return false;
+  }
+  auth.remove_prefix(space);
+  while (!auth.empty() && auth.front() == ' ') auth.remove_prefix(1);
+  while (!auth.empty() && auth.back() == ' ') auth.remove_suffix(1);
+  return ConstantTimeEquals(auth, options_.api_key);
+}
 
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    request_start = Clock::now();
-    // While draining, close each connection after its answer (no new request on keep-alive).
-    if (stopped_) res.set_header("Connection", "close");
-    if (!options_.cors_origin.empty()) {
-      res.set_header("Access-Control-Allow-Origin", options_.cors_origin);
-      res.set_header("Vary", "Origin");
-      if (req.method == "OPTIONS") {
-        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
-        res.set_header("Access-Control-Max-Age", "600");
-        res.status = 204;
-        return httplib::Server::HandlerResponse::Handled;
-      }
-    }
-    if (!options_.api_key.empty() && req.path.rfind("/v1/", 0) == 0) {
-      const std::string auth = req.get_header_value("Authorization");
-      const std::string prefix = "Bearer ";
-      const bool ok = auth.rfind(prefix, 0) == 0 &&
-                      ConstantTimeEquals(auth.substr(prefix.size()), options_.api_key);
-      if (!ok) {
-        res.set_header("WWW-Authenticate", "Bearer");
-        SendError(res, 401, "unauthorized",
-                  auth.empty() ? "this server needs an API key: send 'Authorization: Bearer <key>'"
-                               : "the API key is not valid");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
+std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
+  if (head.method == "OPTIONS" && !options_.cors_origin.empty()) {
+    HttpResponse r;  // a CORS preflight, answered for any path
+    r.status = 204;
+    r.SetHeader("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    r.SetHeader("Access-Control-Allow-Headers", "Authorization, Content-Type");
+    r.SetHeader("Access-Control-Max-Age", "600");
+    return r;
+  }
+  const RouteEntry* route = FindRoute(head.path);
+  if (route == nullptr) {
+    return http::JsonError(404, "not_found", "no route " + head.method + " " + head.path);
+  }
+  if (!MethodAllowed(*route, head.method)) {
+    const bool get = std::string_view(route->method) == "GET";
+    HttpResponse r = http::JsonError(
+        405, "method_not_allowed",
+        head.path + " answers " + (get ? "GET and HEAD" : route->method) + ", not " + head.method);
+    r.SetHeader("Allow", get ? "GET, HEAD" : route->method);
+    return r;
+  }
+  if (!options_.api_key.empty() && head.path.rfind("/v1/", 0) == 0 && !Authorized(head)) {
+    HttpResponse r =
+        http::JsonError(401, "unauthorized",
+                        head.HasHeader("Authorization")
+                            ? "the API key is not valid (send 'Authorization: Bearer <key>')"
+                            : "this server needs an API key: send 'Authorization: Bearer <key>'");
+    r.SetHeader("WWW-Authenticate", "Bearer");
+    return r;
+  }
+  if (route->route == Route::kDetect) {
+    if (!ready()) return NotReady();
+    if (auto e = CheckDetectContentType(head.Header("Content-Type"))) return Error(*e);
+  }
+  return std::nullopt;
+}
 
-  // Counted just before the response is written (the logger runs after): a client that scrapes
-  // /metrics once it has its answer sees that answer counted.
-  http.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    metrics_.OnHttpResponse(RouteLabel(req.path), res.status);
-  });
+void HttpServer::Handle(HttpRequest request, http::Responder respond) {
+  switch (FindRoute(request.path)->route) {
+    case Route::kDetect:
+      return Detect(std::move(request), respond);
+    case Route::kHealthz:
+      return respond(JsonResponse({{"status", "ok"}}));
+    case Route::kReadyz:
+      return respond(Ready());
+    case Route::kMetrics:
+      return respond(Metrics());
+    case Route::kModels:
+      return respond(Models());
+    case Route::kStats:
+      return respond(Stats());
+    case Route::kWebUi:
+      return respond(WebAssetResponse(request));
+  }
+}
 
-  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    if (options_.access_log == ServerOptions::AccessLog::kOff) return;
-    const double ms =
-        std::chrono::duration<double, std::milli>(Clock::now() - request_start).count();
-    if (options_.access_log == ServerOptions::AccessLog::kJson) {
-      spdlog::info(ToJsonLine({{"remote", req.remote_addr},
-                               {"method", req.method},
-                               {"path", req.path},
-                               {"status", res.status},
-                               {"bytes", res.body.size()},
-                               {"ms", std::round(ms * 100) / 100}}));
-    } else {
-      spdlog::info("{} \"{} {}\" {} {}B {:.1f}ms", req.remote_addr, req.method, req.path,
-                   res.status, res.body.size(), ms);
-    }
-  });
+void HttpServer::BeforeSend(const http::ExchangeRecord& record, HttpResponse& response) {
+  // Counted before the write: a client that scrapes /metrics once it has its answer sees it.
+  metrics_.OnHttpResponse(RouteLabel(record.path), response.status);
+  if (!options_.cors_origin.empty()) {
+    response.SetHeader("Access-Control-Allow-Origin", options_.cors_origin);
+    response.SetHeader("Vary", "Origin");
+  }
+}
 
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;  // a handler already wrote its own error
-    switch (res.status) {
-      case 404:
-        SendError(res, 404, "not_found", "no route " + req.method + " " + req.path);
-        break;
-      case 413:
-        SendError(res, 413, "payload_too_large", "the request body is over the server's limit");
-        break;
-      case 400:
-        SendError(res, 400, "bad_request",
-                  "the request could not be read (malformed HTTP or "
-                  "multipart body)");
-        break;
-      default:
-        SendError(res, res.status, "error", "HTTP status " + std::to_string(res.status));
-    }
-  });
+void HttpServer::OnExchange(const http::ExchangeRecord& record) {
+  if (options_.access_log == ServerOptions::AccessLog::kOff) return;
+  const double ms = std::chrono::duration<double, std::milli>(record.duration).count();
+  if (options_.access_log == ServerOptions::AccessLog::kJson) {
+    spdlog::info(ToJsonLine({{"remote", record.remote_addr},
+                             {"method", record.method},
+                             {"path", record.path},
+                             {"status", record.status},
+                             {"bytes", record.body_bytes},
+                             {"ms", std::round(ms * 100) / 100},
+                             {"delivered", record.written}}));
+  } else {
+    spdlog::info("{} \"{} {}\" {} {}B {:.1f}ms{}", record.remote_addr, record.method, record.path,
+                 record.status, record.body_bytes, ms, record.written ? "" : " (client gone)");
+  }
+}
 
-  http.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {
-        std::string what = "unknown";
-        try {
-          std::rethrow_exception(e);
-        } catch (const std::exception& ex) {
-          what = ex.what();
-        } catch (...) {
-        }
-        SendError(res, 500, "internal", "internal error: " + what);
-      });
+void HttpServer::Detect(HttpRequest request, const http::Responder& respond) {
+  pipeline::Pipeline* pipeline = pipeline_.load();
+  if (pipeline == nullptr) return respond(NotReady());
+  ParsedDetectRequest parsed = ParseDetectRequest(
+      request.Header("Content-Type"), std::move(request.body), request.query, options_.limits);
+  if (parsed.error) return respond(Error(*parsed.error));
+  DetectOptions detect = model_.defaults;
+  const DetectParams& p = parsed.request.params;
+  if (p.score_threshold) detect.score_threshold = *p.score_threshold;
+  if (p.max_faces) detect.max_faces = *p.max_faces;
 
-  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("{\"status\":\"ok\"}", kJson);
-  });
+  std::vector<pipeline::SubmitRequest> submits(parsed.request.images.size());
+  for (size_t i = 0; i < submits.size(); ++i) {
+    pipeline::SubmitRequest& s = submits[i];
+    std::string& bytes = parsed.request.images[i].bytes;
+    s.image.bytes.assign(bytes.begin(), bytes.end());
+    std::string().swap(bytes);
+    s.priority = p.priority;
+    s.client = options_.api_key.empty() ? request.remote_addr : "key";
+    if (p.timeout_ms) s.timeout = std::chrono::milliseconds(*p.timeout_ms);
+    s.detect = detect;
+  }
+  // The images' bytes stay counted against the in-flight budget until the answer: requests
+  // still decoding hold them.
+  auto call = std::make_shared<DetectCall>(std::move(parsed.request), std::move(request.body_lease),
+                                           respond);
+  for (size_t i = 0; i < submits.size(); ++i) {
+    pipeline->Submit(std::move(submits[i]), call->Slot(i));
+  }
+}
 
-  http.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-    if (stopped_) {
-      res.status = 503;
-      res.set_content("{\"ready\":false,\"reason\":\"shutting down\"}", kJson);
-    } else if (ready()) {
-      res.set_content("{\"ready\":true}", kJson);
-    } else {
-      res.status = 503;
-      res.set_header("Retry-After", "1");
-      res.set_content("{\"ready\":false,\"reason\":\"loading and warming up the model\"}", kJson);
-    }
-  });
+HttpResponse HttpServer::Ready() const {
+  if (stopped_.load()) return JsonResponse({{"ready", false}, {"reason", "shutting down"}}, 503);
+  if (ready()) return JsonResponse({{"ready", true}});
+  HttpResponse r =
+      JsonResponse({{"ready", false}, {"reason", "loading and warming up the model"}}, 503);
+  r.SetHeader("Retry-After", "1");
+  return r;
+}
 
-  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_.Render(pipeline_.load(), engines_),
-                    "text/plain; version=0.0.4; charset=utf-8");
-  });
+HttpResponse HttpServer::Models() const {
+  if (!ready()) return JsonResponse({{"models", nlohmann::json::array()}});
+  const engine::EngineInfo& i = model_.info;
+  nlohmann::json m = {{"name", i.model},
+                      {"variant", i.variant},
+                      {"weights", i.weights},
+                      {"device", i.device},
+                      {"precision", i.precision},
+                      {"threads", i.threads},
+                      {"instances", model_.instances},
+                      {"input_policy", model_.input_policy},
+                      {"scheduler", model_.scheduler},
+                      {"buffer_plan", model_.buffer_plan},
+                      {"defaults",
+                       {{"score_threshold", model_.defaults.score_threshold},
+                        {"max_faces", model_.defaults.max_faces},
+                        {"nms_iou", model_.defaults.nms_iou},
+                        {"top_k", model_.defaults.top_k}}}};
+  return JsonResponse({{"models", {m}}});
+}
 
-  http.Get("/v1/stats", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(ToJsonLine(metrics_.Stats(pipeline_.load(), engines_)), kJson);
-  });
+HttpResponse HttpServer::Stats() {
+  const pipeline::Pipeline* pipeline = pipeline_.load();
+  nlohmann::json stats =
+      metrics_.Stats(pipeline, pipeline ? engines_ : std::vector<engine::Engine*>{});
+  const http::ListenerStats l = listener_->Stats();
+  stats["http"] = {{"connections_open", l.connections.open},
+                   {"connections_accepted", l.connections.accepted_total},
+                   {"connections_displaced", l.connections.displaced_total},
+                   {"connections_refused", l.connections.refused_total},
+                   {"body_bytes_in_flight", l.body_bytes_in_flight}};
+  const ProcessMemory memory = ReadProcessMemory();
+  stats["process"] = {{"rss_bytes", memory.rss_bytes},
+                      {"peak_rss_bytes", memory.peak_rss_bytes},
+                      {"idle_rss_bytes", pipeline ? idle_rss_bytes_ : 0}};
+  return JsonResponse(stats);
+}
 
-  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    if (!ready()) {
-      res.set_content("{\"models\":[]}", kJson);
-      return;
-    }
-    const engine::EngineInfo& i = model_.info;
-    nlohmann::json m = {{"name", i.model},
-                        {"variant", i.variant},
-                        {"weights", i.weights},
-                        {"device", i.device},
-                        {"precision", i.precision},
-                        {"threads", i.threads},
-                        {"instances", model_.instances},
-                        {"input_policy", model_.input_policy},
-                        {"scheduler", model_.scheduler},
-                        {"buffer_plan", model_.buffer_plan},
-                        {"defaults",
-                         {{"score_threshold", model_.defaults.score_threshold},
-                          {"max_faces", model_.defaults.max_faces},
-                          {"nms_iou", model_.defaults.nms_iou},
-                          {"top_k", model_.defaults.top_k}}}};
-    res.set_content(ToJsonLine({{"models", {m}}}), kJson);
-  });
-
-  http.Post("/v1/detect", [this](const httplib::Request& req, httplib::Response& res) {
-    pipeline::Pipeline* pipeline = pipeline_.load();
-    if (pipeline == nullptr) {
-      res.set_header("Retry-After", "1");
-      SendError(res, 503, "not_ready", "the model is still loading and warming up");
-      return;
-    }
-    std::vector<FormPart> parts;
-    for (const auto& [name, file] : req.files) {
-      parts.push_back({name, file.filename, file.content});
-    }
-    std::multimap<std::string, std::string> query(req.params.begin(), req.params.end());
-    const ParsedDetectRequest parsed = ParseDetectRequest(req.get_header_value("Content-Type"),
-                                                          req.body, parts, query, options_.limits);
-    if (parsed.error) {
-      SendError(res, *parsed.error);
-      return;
-    }
-    const DetectParams& p = parsed.request.params;
-    DetectOptions detect = model_.defaults;
-    if (p.score_threshold) detect.score_threshold = *p.score_threshold;
-    if (p.max_faces) detect.max_faces = *p.max_faces;
-
-    const std::vector<ImagePart>& images = parsed.request.images;
-    ResultLatch latch(images.size());
-    for (size_t i = 0; i < images.size(); ++i) {
-      pipeline::SubmitRequest submit;
-      submit.image.bytes.assign(images[i].bytes.begin(), images[i].bytes.end());
-      submit.priority = p.priority;
-      submit.client = options_.api_key.empty() ? req.remote_addr : "key";
-      if (p.timeout_ms) submit.timeout = std::chrono::milliseconds(*p.timeout_ms);
-      submit.detect = detect;
-      pipeline->Submit(std::move(submit), latch.Slot(i));
-    }
-    std::vector<pipeline::RequestResult>& results = latch.Wait();
-
-    auto body_of = [&](const pipeline::RequestResult& r) {
-      if (r.outcome != scheduler::Outcome::kDone) {
-        return ErrorToJson(HttpStatusOf(r).second, r.status.message());
-      }
-      return p.modelscope_format ? ResultToModelScopeJson(r.result)
-                                 : ResultToJson(r.result, /*include_timing=*/true);
-    };
-    if (!parsed.request.many) {
-      const auto [status, code] = HttpStatusOf(results[0]);
-      res.status = status;
-      if (status == 503) res.set_header("Retry-After", "1");
-      res.set_content(ToJsonLine(body_of(results[0])), kJson);
-      return;
-    }
-    // Several images: 200 with one entry per image, in order; each failed one carries its own
-    // error (and "status", the code it would have had alone).
-    nlohmann::json list = nlohmann::json::array();
-    for (size_t i = 0; i < results.size(); ++i) {
-      nlohmann::json entry = body_of(results[i]);
-      entry["name"] = images[i].name;
-      entry["status"] = HttpStatusOf(results[i]).first;
-      list.push_back(std::move(entry));
-    }
-    res.set_content(ToJsonLine({{"results", list}}), kJson);
-  });
-
-  InstallWebUi(http);  // GET / and /ui/...: the web UI, embedded at build time
+HttpResponse HttpServer::Metrics() {
+  const pipeline::Pipeline* pipeline = pipeline_.load();
+  metrics_.SetHttpStats(listener_->Stats(), ReadProcessMemory());
+  HttpResponse r;
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  r.body = metrics_.Render(pipeline, pipeline ? engines_ : std::vector<engine::Engine*>{});
+  return r;
 }
 
 }  // namespace mogserve::server

@@ -1,24 +1,32 @@
-// HttpServer: the HTTP API of DESIGN.md §6 on top of a Pipeline (cpp-httplib underneath).
+// HttpServer: the HTTP API of DESIGN.md §6 on top of a Pipeline, served by the event-driven HTTP
+// layer of server/http/ (Boost.Beast on Asio: a small pool of I/O threads, no thread per
+// connection; detection runs in the pipeline and answers asynchronously).
 //
 //   POST /v1/detect   raw image / multipart (one or many `image` fields) / JSON base64
 //   GET  /healthz     alive (200 as soon as the socket listens)
 //   GET  /readyz      200 once the model is loaded and warmed up (SetPipeline), else 503
 //   GET  /metrics     Prometheus text format
 //   GET  /v1/models   what runs: model, variant, device, precision, input policy, buffer plan
-//   GET  /v1/stats    JSON for the web UI's dashboard
+//   GET  /v1/stats    JSON for the web UI's dashboard (and connections, memory)
+//   GET  /, /ui/...   the web UI
+// GET routes answer HEAD too; a known path with another method gets 405 with Allow.
 //
 // Security defaults: the caller binds 127.0.0.1 unless told otherwise; with an API key, every
-// /v1/* route needs `Authorization: Bearer <key>`; body bytes, images per request, pixels per
-// image (the pipeline's decode limit) and concurrent connections are bounded; CORS headers only
-// for the configured origin.
+// /v1/* route needs `Authorization: Bearer <key>` (the scheme in any case); the HTTP layer bounds
+// every request while reading it (header bytes and fields, target, body, bodies in flight,
+// deadlines, connections: http::HttpLimits), this class what a detect body may hold (images,
+// multipart parts, JSON depth: RequestLimits). Requests are refused from their header when they
+// can be — unknown route, method, API key, content type, not ready — before any body is read.
+// CORS headers only for the configured origin.
 //
 // Lifecycle: Bind → Serve (blocks, on its own thread) → SetPipeline when warm → Stop: stop
-// accepting, let every request already accepted finish (the pipeline keeps running), then
-// Serve returns and the caller shuts the pipeline down.
+// accepting (after taking the connections the kernel already accepted), answer every request
+// already received, then Serve returns and the caller shuts the pipeline down.
 #pragma once
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,22 +34,23 @@
 #include "mogserve/status.h"
 #include "pipeline/pipeline.h"
 #include "server/detect_request.h"
+#include "server/http/http_handler.h"
 #include "server/server_metrics.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace mogserve::server {
+
+namespace http {
+class Listener;
+}
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 7860;  // 0 = any free port (tests)
   std::string api_key;
   std::string cors_origin;  // "" = no CORS headers
-  RequestLimits limits;
-  int max_connections = 64;  // connections served at once (HTTP worker threads)
-  int read_timeout_s = 10;   // a client that sends nothing for this long is dropped
+  RequestLimits limits;     // what one detect request may carry
+  http::HttpLimits http;    // connections, headers, bodies, deadlines
+  int io_threads = 2;       // event-loop threads of the HTTP layer
   enum class AccessLog { kOff, kText, kJson };
   AccessLog access_log = AccessLog::kText;
 };
@@ -56,16 +65,16 @@ struct ModelDescription {
   int instances = 1;
 };
 
-class HttpServer {
+class HttpServer : private http::HttpHandler {
  public:
   explicit HttpServer(ServerOptions options);
-  ~HttpServer();
+  ~HttpServer() override;
 
   // Binds the socket; returns the port (the chosen one when options.port is 0).
   StatusOr<int> Bind();
   // Serves until Stop(); call Bind first. Returns when every accepted request was answered.
   void Serve();
-  // Stops accepting connections; requests already accepted are still answered. Thread-safe,
+  // Stops accepting connections; requests already received are still answered. Thread-safe,
   // idempotent, may be called before Serve runs.
   void Stop();
 
@@ -73,20 +82,33 @@ class HttpServer {
   ServerMetrics* metrics() { return &metrics_; }
 
   // Makes the server ready: /v1/detect runs on `pipeline` (not owned; must outlive the server's
-  // handlers, i.e. stay alive until Serve returns). `engines` are for memory metrics.
+  // handlers, i.e. stay alive until Serve returns). `engines` are for memory metrics. The
+  // process's resident memory at this moment is reported as the idle RSS.
   void SetPipeline(pipeline::Pipeline* pipeline, std::vector<engine::Engine*> engines,
                    ModelDescription model);
   bool ready() const { return pipeline_.load() != nullptr; }
 
  private:
-  void InstallRoutes();
+  // http::HttpHandler.
+  std::optional<http::HttpResponse> Screen(const http::HttpRequest& head) override;
+  void Handle(http::HttpRequest request, http::Responder respond) override;
+  void BeforeSend(const http::ExchangeRecord& record, http::HttpResponse& response) override;
+  void OnExchange(const http::ExchangeRecord& record) override;
+
+  void Detect(http::HttpRequest request, const http::Responder& respond);
+  http::HttpResponse Ready() const;
+  http::HttpResponse Models() const;
+  http::HttpResponse Stats();
+  http::HttpResponse Metrics();
+  bool Authorized(const http::HttpRequest& head) const;
 
   ServerOptions options_;
-  std::unique_ptr<httplib::Server> http_;
   ServerMetrics metrics_;
+  std::unique_ptr<http::Listener> listener_;
   std::atomic<pipeline::Pipeline*> pipeline_{nullptr};
   std::vector<engine::Engine*> engines_;  // written once before pipeline_ is published
   ModelDescription model_;                // same
+  int64_t idle_rss_bytes_ = 0;            // same
   std::atomic<bool> stopped_{false};
 };
 

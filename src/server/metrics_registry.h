@@ -23,7 +23,7 @@ class MetricFamily {
 
   // Counter: adds `delta` (>= 0). Gauge: adds (may be negative).
   void Add(const LabelValues& labels, double delta);
-  // Gauge: sets the value.
+  // Gauge: sets the value. Counter: mirrors a monotonic count kept elsewhere.
   void Set(const LabelValues& labels, double value);
   // Histogram: one observation.
   void Observe(const LabelValues& labels, double value);

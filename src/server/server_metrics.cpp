@@ -45,7 +45,17 @@ ServerMetrics::ServerMetrics()
                                   "start.")),
       memory_(registry_.Gauge("mogserve_device_memory_bytes",
                               "Engine memory (CPU: the caching allocator's).", {"kind"})),
-      uptime_(registry_.Gauge("mogserve_uptime_seconds", "Seconds since the server started.")) {
+      uptime_(registry_.Gauge("mogserve_uptime_seconds", "Seconds since the server started.")),
+      connections_(registry_.Gauge("mogserve_http_connections", "Open HTTP connections.")),
+      connection_events_(registry_.Counter(
+          "mogserve_http_connections_total",
+          "HTTP connections: accepted; displaced (closed at the connection cap while idle or "
+          "slow to send a header, for a newer one); refused (503 at the cap, all busy).",
+          {"event"})),
+      body_bytes_in_flight_(registry_.Gauge("mogserve_http_body_bytes_in_flight",
+                                            "Request-body bytes held by the HTTP layer.")),
+      resident_memory_(
+          registry_.Gauge("process_resident_memory_bytes", "Resident memory of the process.")) {
   for (int o = 0; o < scheduler::kNumOutcomes; ++o) {
     requests_.Add({scheduler::OutcomeName(static_cast<scheduler::Outcome>(o))}, 0);
   }
@@ -69,6 +79,15 @@ void ServerMetrics::OnRequestEnded(const pipeline::RequestResult& result) {
 
 void ServerMetrics::OnHttpResponse(const std::string& route, int status) {
   http_responses_.Add({route, std::to_string(status)}, 1);
+}
+
+void ServerMetrics::SetHttpStats(const http::ListenerStats& http, const ProcessMemory& memory) {
+  connections_.Set({}, static_cast<double>(http.connections.open));
+  connection_events_.Set({"accepted"}, static_cast<double>(http.connections.accepted_total));
+  connection_events_.Set({"displaced"}, static_cast<double>(http.connections.displaced_total));
+  connection_events_.Set({"refused"}, static_cast<double>(http.connections.refused_total));
+  body_bytes_in_flight_.Set({}, static_cast<double>(http.body_bytes_in_flight));
+  resident_memory_.Set({}, static_cast<double>(memory.rss_bytes));
 }
 
 void ServerMetrics::RefreshGauges(const pipeline::Pipeline* pipeline,

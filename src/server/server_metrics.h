@@ -11,9 +11,11 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "common/process_memory.h"
 #include "engine/engine.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_observer.h"
+#include "server/http/listener.h"
 #include "server/metrics_registry.h"
 
 namespace mogserve::server {
@@ -28,6 +30,8 @@ class ServerMetrics : public pipeline::PipelineObserver {
 
   // One HTTP response (every route, including refusals that never reached the pipeline).
   void OnHttpResponse(const std::string& route, int status);
+  // The HTTP layer's connection counters and the process's memory, before a Render.
+  void SetHttpStats(const http::ListenerStats& http, const ProcessMemory& memory);
 
   // Refreshes the gauges from snapshots, then renders every metric (GET /metrics).
   std::string Render(const pipeline::Pipeline* pipeline,
@@ -56,6 +60,10 @@ class ServerMetrics : public pipeline::PipelineObserver {
   MetricFamily& busy_ratio_;
   MetricFamily& memory_;
   MetricFamily& uptime_;
+  MetricFamily& connections_;
+  MetricFamily& connection_events_;
+  MetricFamily& body_bytes_in_flight_;
+  MetricFamily& resident_memory_;
 
   // Rolling window of finished requests (time, total latency) for /v1/stats.
   struct Finished {

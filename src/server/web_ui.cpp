@@ -1,7 +1,5 @@
 #include "server/web_ui.h"
 
-#include <httplib.h>
-
 #include <array>
 #include <string>
 #include <utility>
@@ -23,30 +21,31 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
 }
 
 // True when an If-None-Match header names `etag` (a list, or "*").
-bool EtagMatches(const std::string& if_none_match, const std::string& etag) {
+bool EtagMatches(std::string_view if_none_match, const std::string& etag) {
   if (if_none_match.empty()) return false;
   if (if_none_match == "*") return true;
   return if_none_match.find(etag) != std::string::npos;
 }
 
-void Serve(const EmbeddedAsset& asset, const httplib::Request& req, httplib::Response& res) {
+http::HttpResponse Serve(const EmbeddedAsset& asset, const http::HttpRequest& req) {
+  http::HttpResponse res;
   // Appended piecewise: `"\"" + std::string(...)` trips GCC 12's false -Wrestrict warning.
   std::string etag = "\"";
   etag.append(asset.sha256, 32);  // 128 bits of the SHA-256 are plenty for an ETag
   etag += '"';
-  res.set_header("ETag", etag);
+  res.SetHeader("ETag", etag);
   // no-cache = store, but revalidate: asset names carry no version, and a 304 costs little.
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Content-Type-Options", "nosniff");
-  res.set_header("Referrer-Policy", "no-referrer");
-  if (EndsWith(asset.path, ".html")) res.set_header("Content-Security-Policy", kPagePolicy);
-  if (EtagMatches(req.get_header_value("If-None-Match"), etag)) {
+  res.SetHeader("Cache-Control", "no-cache");
+  res.SetHeader("X-Content-Type-Options", "nosniff");
+  res.SetHeader("Referrer-Policy", "no-referrer");
+  if (EndsWith(asset.path, ".html")) res.SetHeader("Content-Security-Policy", kPagePolicy);
+  if (EtagMatches(req.Header("If-None-Match"), etag)) {
     res.status = 304;
-    return;
+    return res;
   }
-  const std::string_view type = WebContentType(asset.path);
-  res.set_content(reinterpret_cast<const char*>(asset.data), asset.size_bytes,
-                  std::string(type).c_str());
+  res.content_type = WebContentType(asset.path);
+  res.body.assign(reinterpret_cast<const char*>(asset.data), asset.size_bytes);
+  return res;
 }
 
 }  // namespace
@@ -78,17 +77,10 @@ std::string_view WebContentType(std::string_view path) {
   return "application/octet-stream";
 }
 
-void InstallWebUi(httplib::Server& http) {
-  auto handler = [](const httplib::Request& req, httplib::Response& res) {
-    const EmbeddedAsset* asset = FindWebAsset(req.path);
-    if (asset == nullptr) {
-      res.status = 404;  // the server's error handler writes the JSON error body
-      return;
-    }
-    Serve(*asset, req, res);
-  };
-  http.Get("/", handler);
-  http.Get(R"(/ui(/.*)?)", handler);
+http::HttpResponse WebAssetResponse(const http::HttpRequest& request) {
+  const EmbeddedAsset* asset = FindWebAsset(request.path);
+  if (asset == nullptr) return http::JsonError(404, "not_found", "no such file: " + request.path);
+  return Serve(*asset, request);
 }
 
 }  // namespace mogserve::server

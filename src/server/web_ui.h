@@ -14,9 +14,7 @@
 #include <span>
 #include <string_view>
 
-namespace httplib {
-class Server;
-}
+#include "server/http/http_message.h"
 
 namespace mogserve::server {
 
@@ -36,7 +34,8 @@ const EmbeddedAsset* FindWebAsset(std::string_view path);
 // The Content-Type for a path, from its extension ("application/octet-stream" if unknown).
 std::string_view WebContentType(std::string_view path);
 
-// Adds the GET routes above to `http`. Call once, before the server listens.
-void InstallWebUi(httplib::Server& http);
+// The answer to GET `request.path` (/ or /ui/...): the asset with its caching and security
+// headers, 304 when If-None-Match names its ETag, 404 when there is no such asset.
+http::HttpResponse WebAssetResponse(const http::HttpRequest& request);
 
 }  // namespace mogserve::server

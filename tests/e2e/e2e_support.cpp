@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -13,6 +14,13 @@
 namespace mogserve::e2e {
 
 namespace fs = std::filesystem;
+
+// A server may refuse a request early and close while a client is still sending its body: the
+// client must see the error (EPIPE), not kill the whole test binary with SIGPIPE.
+const bool kSigpipeIgnored = [] {
+  std::signal(SIGPIPE, SIG_IGN);
+  return true;
+}();
 
 const std::string& MogserveBinary() {
   static const std::string path = MOGSERVE_BINARY;

@@ -280,13 +280,32 @@ bool ChildProcess::Signal(int signal) {
   return kill(pid_, signal) == 0;
 }
 
-int64_t ChildProcess::ResidentBytes() const {
+int64_t ChildProcess::StatusKib(const char* field) const {
   if (pid_ <= 0 || reaped_) return -1;
   std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+  const std::string prefix = std::string(field) + ":";
   for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // "... kB"
+    if (line.rfind(prefix, 0) == 0) return std::stoll(line.substr(prefix.size()));  // "... kB"
   }
   return -1;
+}
+
+int64_t ChildProcess::ResidentBytes() const {
+  const int64_t kib = StatusKib("VmRSS");
+  return kib < 0 ? -1 : kib * 1024;
+}
+
+int64_t ChildProcess::PeakResidentBytes() const {
+  const int64_t kib = StatusKib("VmHWM");
+  return kib < 0 ? -1 : kib * 1024;
+}
+
+bool ChildProcess::ResetPeakResident() {
+  if (pid_ <= 0 || reaped_) return false;
+  std::ofstream clear("/proc/" + std::to_string(pid_) + "/clear_refs");
+  clear << "5";
+  clear.flush();
+  return static_cast<bool>(clear);
 }
 
 void ChildProcess::Reap(int status) {

@@ -81,6 +81,10 @@ class ChildProcess {
   bool Signal(int signal);
   // The child's resident set size (VmRSS in /proc/PID/status), in bytes; -1 when unknown.
   int64_t ResidentBytes() const;
+  // The most it has held (VmHWM) since it started or since ResetPeakResident(); -1 when unknown.
+  int64_t PeakResidentBytes() const;
+  // Sets the peak back to the current resident size (/proc/PID/clear_refs); false if refused.
+  bool ResetPeakResident();
   // Whether the child is still running (not yet exited, or exited but not yet reaped by Wait).
   bool Running();
 
@@ -91,6 +95,7 @@ class ChildProcess {
  private:
   void ReadLoop(int out_fd, int err_fd);
   void Reap(int status);
+  int64_t StatusKib(const char* field) const;  // a "Vm...: N kB" line of /proc/PID/status
 
   pid_t pid_ = -1;
   bool reaped_ = false;

@@ -528,8 +528,16 @@ TEST_F(ServeApiTest, EveryErrorHasItsStatusCodeAndMessage) {
     EXPECT_EQ(j["results"][1].value("status", 0), 400);
     EXPECT_EQ(CheckError(j["results"][1].dump(), "invalid_image", {"truncated"}), "");
   }
-  for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
-           {"GET", "/nope"}, {"GET", "/v1/detect"}, {"POST", "/v1/nope"}}) {
+  {
+    SCOPED_TRACE("a known path with another method: 405 with Allow");
+    auto res = client_->Get("/v1/detect");
+    ASSERT_TRUE(res) << Describe(res);
+    EXPECT_EQ(res->status, 405) << res->body;
+    EXPECT_EQ(res->get_header_value("Allow"), "POST");
+    EXPECT_EQ(CheckError(res->body, "method_not_allowed", {"answers POST, not GET"}), "");
+  }
+  for (const auto& [method, path] :
+       std::vector<std::pair<std::string, std::string>>{{"GET", "/nope"}, {"POST", "/v1/nope"}}) {
     SCOPED_TRACE(method + " " + path);
     auto res = method == "GET" ? client_->Get(path.c_str())
                                : client_->Post(path.c_str(), jpeg, "image/jpeg");
@@ -687,7 +695,14 @@ TEST(ServeE2E, HelpDocumentsEveryFlagWithItsDefault) {
       {"--max-body-bytes", "=67108864"},
       {"--max-images", "=32"},
       {"--max-pixels", "=50000000"},
-      {"--max-connections", "=64"},
+      {"--api-key-file", ""},
+      {"--max-body-bytes-in-flight", "=1073741824"},
+      {"--max-header-bytes", "=16384"},
+      {"--max-connections", "=10000"},
+      {"--io-threads", "=2"},
+      {"--header-timeout", "=10"},
+      {"--body-timeout", "=60"},
+      {"--idle-timeout", "=10"},
       {"--access-log", "=text"},
       {"--drain-timeout", "=30"},
       {"--scheduler", "=continuous"},
@@ -732,6 +747,12 @@ TEST(ServeE2E, HelpDocumentsEveryFlagWithItsDefault) {
     EXPECT_FALSE(description.empty());
   }
   EXPECT_FALSE(Contains(help, "MOGSERVE_HELP")) << "MOGSERVE_HELP=1 would print the help";
+  // Unset by default: no made-up default (it was once shown as -1, outside its own range).
+  for (const std::string& line : lines) {
+    if (Contains(line, "--max-delay-ms")) {
+      EXPECT_FALSE(Contains(line, "=-1")) << line;
+    }
+  }
 }
 
 }  // namespace

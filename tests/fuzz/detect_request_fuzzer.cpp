@@ -1,63 +1,69 @@
 // libFuzzer target over the path an untrusted HTTP request takes before it reaches the model:
-// POST /v1/detect parsing (content type, multipart, JSON, base64, options), then decoding each
-// image (JPEG / PNG / WebP, EXIF) and placing it into a canvas. Built with clang under ASan and
-// UBSan by scripts/test.sh (MOGSERVE_FUZZ=ON), seeded from tests/fuzz/make_seed_corpus.cpp.
+// the HTTP/1.1 request parser (server/http/request_parser.h: framing, limits, chunked bodies),
+// then POST /v1/detect parsing (content type, multipart, JSON, base64, options), then decoding
+// each image (JPEG / PNG / WebP, EXIF) and placing it into a canvas. Built with clang under ASan
+// and UBSan by scripts/test.sh (MOGSERVE_FUZZ=ON), seeded from tests/fuzz/make_seed_corpus.cpp.
 //
-// Input layout: byte 0 picks the content type, byte 1 the query options; the rest is the body.
+// Input layout: byte 0 says where to split the rest (the bytes of one HTTP request, and maybe
+// more after it) into two reads, as a socket might deliver them.
+#include <boost/beast/http/error.hpp>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "image/decode.h"
 #include "pipeline/shape_buckets.h"
 #include "server/detect_request.h"
+#include "server/http/request_parser.h"
 
 namespace {
 
-constexpr const char* kContentTypes[] = {"image/jpeg",
-                                         "image/png",
-                                         "image/webp",
-                                         "application/octet-stream",
-                                         "multipart/form-data; boundary=fuzzb",
-                                         "application/json",
-                                         "text/plain",
-                                         ""};
+using mogserve::server::http::HttpLimits;
+using mogserve::server::http::RequestParser;
 
-using Query = std::multimap<std::string, std::string>;
-const Query kQueries[] = {
-    {},
-    {{"score_threshold", "0.3"}, {"max_faces", "5"}},
-    {{"priority", "stream"}, {"timeout_ms", "100"}, {"format", "modelscope"}},
-    {{"score_threshold", "2"}},
-};
+// Feeds `bytes` to the parser as Beast's read loop does: what it does not consume stays for
+// the next call. False when parsing failed or needs more than `bytes`.
+bool Feed(RequestParser& parser, std::string& pending, std::string_view bytes) {
+  pending.append(bytes);
+  while (!pending.empty() && !parser.is_done()) {
+    boost::beast::error_code ec;
+    const size_t used = parser.put(boost::asio::buffer(pending.data(), pending.size()), ec);
+    pending.erase(0, used);
+    if (ec == boost::beast::http::error::need_more) return true;
+    if (ec) {
+      (void)parser.Refusal(ec, pending);  // the error response must build for any input
+      return false;
+    }
+    if (used == 0) break;
+  }
+  return true;
+}
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size < 2) return 0;
-  const char* type = kContentTypes[data[0] % std::size(kContentTypes)];
-  const Query& query = kQueries[data[1] % std::size(kQueries)];
-  const std::string_view body(reinterpret_cast<const char*>(data + 2), size - 2);
-  mogserve::server::RequestLimits limits;
-  limits.max_images = 4;
-  // Multipart bodies reach the parser split by the HTTP library: here, fields separated by
-  // "\n--\n", each "name\n" followed by its data.
-  std::vector<mogserve::server::FormPart> parts;
-  std::string_view rest = body;
-  if (std::string_view(type).rfind("multipart/", 0) == 0) {
-    while (!rest.empty()) {
-      const size_t end = rest.find("\n--\n");
-      std::string_view field = rest.substr(0, end);
-      rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 4);
-      const size_t eol = field.find('\n');
-      if (eol == std::string_view::npos) continue;
-      parts.push_back({std::string(field.substr(0, eol)), "", field.substr(eol + 1)});
-    }
+  if (size < 1) return 0;
+  const std::string_view http(reinterpret_cast<const char*>(data + 1), size - 1);
+  const size_t split = http.size() * data[0] / 256;
+  HttpLimits limits;
+  limits.max_header_bytes = 4096;
+  limits.max_header_fields = 32;
+  limits.max_target_bytes = 1024;
+  limits.max_body_bytes = 1 << 20;
+  mogserve::server::http::BodyBudget budget(1 << 20);
+  RequestParser parser(limits, &budget);
+  parser.eager(true);
+  std::string pending;
+  if (!Feed(parser, pending, http.substr(0, split)) || !Feed(parser, pending, http.substr(split))) {
+    return 0;
   }
-  const auto parsed = mogserve::server::ParseDetectRequest(type, body, parts, query, limits);
+  if (!parser.is_done()) return 0;
+  mogserve::server::http::HttpRequest& request = parser.request();
+  mogserve::server::RequestLimits request_limits;
+  request_limits.max_images = 4;
+  const auto parsed = mogserve::server::ParseDetectRequest(
+      request.Header("Content-Type"), std::move(request.body), request.query, request_limits);
   if (parsed.error) return 0;
   static const auto buckets = *mogserve::pipeline::ShapeBuckets::Target(64, 32);
   mogserve::image::DecodeOptions options;

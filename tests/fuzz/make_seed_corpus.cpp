@@ -1,6 +1,8 @@
-// Writes the fuzz target's seed corpus into a folder: small crops of the real test photos as
-// JPEG and PNG (raw, multipart, JSON/base64), truncated and bit-flipped copies, and bad requests.
+// Writes the fuzz target's seed corpus into a folder: HTTP requests carrying small crops of the
+// real test photos as JPEG and PNG (raw, chunked, multipart, JSON/base64), truncated and
+// bit-flipped copies, and bad requests (framing, limits, options).
 // Usage: make_seed_corpus PHOTOS_DIR OUT_DIR
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -17,14 +19,28 @@ namespace {
 namespace fs = std::filesystem;
 int written = 0;
 
-// Content-type byte and query byte as the fuzzer reads them (see detect_request_fuzzer.cpp).
-enum : uint8_t { kJpeg = 0, kPng = 1, kOctet = 3, kMultipart = 4, kJson = 5, kText = 6 };
-
-void Write(const fs::path& dir, uint8_t type, uint8_t query, const std::string& body) {
+// The split byte (see detect_request_fuzzer.cpp), then the request.
+void Write(const fs::path& dir, const std::string& request) {
   std::ofstream f(dir / ("seed_" + std::to_string(written++)), std::ios::binary);
-  f.put(static_cast<char>(type));
-  f.put(static_cast<char>(query));
-  f << body;
+  f.put(static_cast<char>(written * 37 % 256));
+  f << request;
+}
+
+// POST /v1/detect with `body` and a Content-Length.
+std::string Post(const std::string& type, const std::string& body, const std::string& query = "") {
+  return "POST /v1/detect" + query + " HTTP/1.1\r\nHost: x\r\nContent-Type: " + type +
+         "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// The same body in two chunks.
+std::string PostChunked(const std::string& type, const std::string& body) {
+  char sizes[2][32];
+  const size_t half = body.size() / 2;
+  std::snprintf(sizes[0], sizeof sizes[0], "%zx", half);
+  std::snprintf(sizes[1], sizeof sizes[1], "%zx", body.size() - half);
+  return "POST /v1/detect HTTP/1.1\r\nHost: x\r\nContent-Type: " + type +
+         "\r\nTransfer-Encoding: chunked\r\n\r\n" + sizes[0] + "\r\n" + body.substr(0, half) +
+         "\r\n" + sizes[1] + ";ext=1\r\n" + body.substr(half) + "\r\n0\r\nTrailer: t\r\n\r\n";
 }
 
 std::string Base64(const std::string& in) {
@@ -42,10 +58,9 @@ std::string Base64(const std::string& in) {
   return out;
 }
 
-// The fuzz target's stand-in for a parsed multipart body: fields "name\n<data>" joined by
-// "\n--\n".
 std::string Multipart(const std::string& image) {
-  return "image\n" + image + "\n--\nmax_faces\n3";
+  return "--b\r\nContent-Disposition: form-data; name=\"image\"; filename=\"a.jpg\"\r\n\r\n" +
+         image + "\r\n--b\r\nContent-Disposition: form-data; name=max_faces\r\n\r\n3\r\n--b--\r\n";
 }
 
 }  // namespace
@@ -70,20 +85,33 @@ int main(int argc, char** argv) {
     const auto png = mogserve::image::EncodePng(small);
     if (!jpeg.ok() || !png.ok()) return 1;
     const std::string j(jpeg->begin(), jpeg->end()), p(png->begin(), png->end());
-    Write(out, kJpeg, 0, j);
-    Write(out, kPng, 1, p);
-    Write(out, kOctet, 2, j);
-    Write(out, kMultipart, 0, Multipart(j));
-    Write(out, kJson, 1, "{\"image\":\"" + Base64(p) + "\",\"max_faces\":2}");
-    Write(out, kJpeg, 0, j.substr(0, j.size() / 2));  // truncated
-    Write(out, kPng, 0, p.substr(0, p.size() - 20));
+    Write(out, Post("image/jpeg", j, "?max_faces=2&score_threshold=0.3"));
+    Write(out, Post("image/png", p, "?priority=stream&timeout_ms=100&format=modelscope"));
+    Write(out, Post("application/octet-stream", j));
+    Write(out, PostChunked("image/jpeg", j));
+    Write(out, Post("multipart/form-data; boundary=b", Multipart(j)));
+    Write(out, Post("application/json", "{\"image\":\"" + Base64(p) + "\",\"max_faces\":2}"));
+    Write(out, Post("image/jpeg", j.substr(0, j.size() / 2)));  // truncated
+    Write(out, Post("image/png", p.substr(0, p.size() - 20)));
     std::string flipped = j;
     flipped[flipped.size() / 3] ^= 0x55;
-    Write(out, kJpeg, 0, flipped);
+    Write(out, Post("image/jpeg", flipped));
   }
-  Write(out, kText, 0, "hello");
-  Write(out, kJson, 0, "{\"images\":[\"aGk=\",5]}");
-  Write(out, kMultipart, 3, "priority\nsoon\n--\nimage\nx");
+  Write(out, Post("text/plain", "hello"));
+  Write(out, Post("application/json", "{\"images\":[\"aGk=\",5]}"));
+  Write(out, Post("application/json", std::string(64, '[')));
+  Write(out, Post("multipart/form-data; boundary=b",
+                  "--b\r\nContent-Disposition: form-data; name=priority\r\n\r\nsoon\r\n--b--"));
+  Write(out, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /readyz HTTP/1.1\r\nHost: x\r\n\r\n");
+  Write(out,
+        "POST /v1/detect HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n");
+  Write(out,
+        "POST /v1/detect HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+  Write(out, "POST /v1/detect HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n");
+  Write(out, "POST /v1/detect HTTP/1.1\r\nHost: x\r\n\r\n");
+  Write(out, "GET /" + std::string(2000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n");
+  Write(out, "GET /%zz HTTP/1.0\r\n\r\n");
   std::cout << written << " seeds in " << out.string() << "\n";
   return 0;
 }

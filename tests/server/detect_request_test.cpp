@@ -3,15 +3,34 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace mogserve::server {
 namespace {
 
 using ::testing::HasSubstr;
 using Query = std::multimap<std::string, std::string>;
 
+struct Field {
+  std::string name;
+  std::string filename;
+  std::string data;
+};
+
+// A multipart/form-data body with `boundary`, as browsers and curl -F write it.
+std::string Multipart(const std::string& boundary, const std::vector<Field>& fields) {
+  std::string body;
+  for (const Field& f : fields) {
+    body += "--" + boundary + "\r\nContent-Disposition: form-data; name=\"" + f.name + "\"";
+    if (!f.filename.empty()) body += "; filename=\"" + f.filename + "\"";
+    body += "\r\nContent-Type: application/octet-stream\r\n\r\n" + f.data + "\r\n";
+  }
+  return body + "--" + boundary + "--\r\n";
+}
+
 ParsedDetectRequest Parse(std::string_view type, std::string_view body, const Query& query = {},
-                          RequestLimits limits = {}, const std::vector<FormPart>& parts = {}) {
-  return ParseDetectRequest(type, body, parts, query, limits);
+                          RequestLimits limits = {}) {
+  return ParseDetectRequest(type, std::string(body), query, limits);
 }
 
 TEST(DecodeBase64Test, DecodesPaddedUnpaddedWhitespaceAndDataUrls) {
@@ -52,21 +71,78 @@ TEST(ParseDetectRequestTest, RawImageBodyWithQueryOptions) {
 
 TEST(ParseDetectRequestTest, MultipartWithManyImagesAndFormOptions) {
   // A bad option in a form field is refused like one in the query.
-  const std::vector<FormPart> bad = {{"image", "a.jpg", "AAA"}, {"priority", "", "now"}};
-  const auto refused = Parse("multipart/form-data; boundary=b", "", {}, {}, bad);
+  const auto refused = Parse("multipart/form-data; boundary=b",
+                             Multipart("b", {{"image", "a.jpg", "AAA"}, {"priority", "", "now"}}));
   ASSERT_TRUE(refused.error.has_value());
   EXPECT_EQ(refused.error->status, 422);
   EXPECT_THAT(refused.error->message, HasSubstr("priority: 'now'"));
 
-  const std::vector<FormPart> parts = {
-      {"image", "a.jpg", "AAA"}, {"image", "b.png", "BBB"}, {"max_faces", "", "9"}};
-  const auto r = Parse("multipart/form-data; boundary=\"b0undary\"", "", {}, {}, parts);
+  // A preamble before the first boundary and a quoted boundary parameter are allowed.
+  const std::string body = "preamble\r\n" + Multipart("b0undary", {{"image", "a.jpg", "AAA"},
+                                                                   {"image", "b.png", "B\r\nB-B"},
+                                                                   {"max_faces", "", "9"}});
+  const auto r = Parse("multipart/form-data; boundary=\"b0undary\"", body);
   ASSERT_FALSE(r.error.has_value()) << r.error->message;
   ASSERT_EQ(r.request.images.size(), 2u);
   EXPECT_EQ(r.request.images[0].name, "a.jpg");
-  EXPECT_EQ(r.request.images[1].bytes, "BBB");
+  EXPECT_EQ(r.request.images[1].bytes, "B\r\nB-B");
   EXPECT_TRUE(r.request.many);
   EXPECT_EQ(*r.request.params.max_faces, 9);
+}
+
+TEST(ParseDetectRequestTest, MalformedMultipartBodiesAreRefusedWithWhatIsWrong) {
+  const std::string type = "multipart/form-data; boundary=b";
+  const std::string image = Multipart("b", {{"image", "a.jpg", "AAA"}});
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"multipart/form-data", image, "needs a boundary"},
+      {type, "no boundary here", "no boundary line"},
+      {type, image.substr(0, image.size() - 8), "no closing boundary"},
+      {type, "--b\r\nContent-Type: image/jpeg\r\n\r\nAAA\r\n--b--", "no Content-Disposition"},
+      {type, "--b\r\n\r\nAAA\r\n--b--", "no Content-Disposition"},
+      {type, "--b\r\nContent-Disposition: form-data; name=\"image\r\n\r\nA\r\n--b--",
+       "unterminated quoted string"},
+      {type, "--b\r\nContent-Disposition: attachment\r\n\r\nA\r\n--b--", "not form-data"},
+      {type, "--b\r\nContent-Disposition: form-data; name=image" + std::string(9000, ' '),
+       "do not end within 8 KiB"},
+  };
+  for (const auto& [content_type, body, message] : cases) {
+    SCOPED_TRACE(message);
+    const auto r = Parse(content_type, body);
+    ASSERT_TRUE(r.error.has_value());
+    EXPECT_EQ(r.error->status, 400);
+    EXPECT_THAT(r.error->message, HasSubstr(message));
+  }
+}
+
+TEST(ParseDetectRequestTest, JsonNestingIsBoundedWhileParsing) {
+  // 100 000 levels used to overflow the stack when the option value was written back.
+  const std::string deep = "{\"image\":\"aGk=\",\"max_faces\":" + std::string(100'000, '[') +
+                           std::string(100'000, ']') + "}";
+  auto r = Parse("application/json", deep);
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(r.error->status, 400);
+  EXPECT_EQ(r.error->code, "json_too_deep");
+  EXPECT_THAT(r.error->message, HasSubstr("deeper than 8 levels"));
+  // Unbalanced deep nesting too (the parser stops at the limit, not at the end).
+  r = Parse("application/json", std::string(1'000'000, '['));
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(r.error->code, "json_too_deep");
+  // Nesting within the limit still reaches the option check.
+  r = Parse("application/json", R"({"image":"aGk=","max_faces":[[1]]})");
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(r.error->status, 422);
+  EXPECT_THAT(r.error->message, HasSubstr("max_faces: '[[1]]'"));
+}
+
+TEST(ParseDetectRequestTest, ContentTypeIsCheckedFromTheHeaderAlone) {
+  EXPECT_FALSE(CheckDetectContentType("image/jpeg").has_value());
+  EXPECT_FALSE(CheckDetectContentType("multipart/form-data; boundary=x").has_value());
+  EXPECT_FALSE(CheckDetectContentType("").has_value());
+  const auto form = CheckDetectContentType("application/x-www-form-urlencoded");
+  ASSERT_TRUE(form.has_value());
+  EXPECT_EQ(form->status, 415);
+  EXPECT_THAT(form->message, HasSubstr("-H 'Content-Type: image/jpeg'"));
+  EXPECT_EQ(CheckDetectContentType("text/html")->status, 415);
 }
 
 TEST(ParseDetectRequestTest, JsonWithOneOrManyBase64Images) {
@@ -127,7 +203,7 @@ TEST(ParseDetectRequestTest, EveryBadRequestGetsItsStatusAndASpecificMessage) {
        422,
        "invalid_parameter",
        "unknown parameter 'colour'; allowed: score_threshold"},
-      {"multipart/form-data; boundary=b", "", {}, 400, "no_image", "carries no image"},
+      {"multipart/form-data; boundary=b", "--b--", {}, 400, "no_image", "carries no image"},
       {"image/png",
        "x",
        {{"score_threshold", "1.5"}},
@@ -172,19 +248,22 @@ TEST(ParseDetectRequestTest, EveryBadRequestGetsItsStatusAndASpecificMessage) {
   }
 }
 
-TEST(ParseDetectRequestTest, LimitsOnImagesAndBodyBytes) {
+TEST(ParseDetectRequestTest, LimitsOnImagesAndParts) {
   RequestLimits limits;
   limits.max_images = 2;
-  limits.max_body_bytes = 1000;
-  const std::vector<FormPart> three = {{"image", "", "1"}, {"image", "", "2"}, {"image", "", "3"}};
-  auto r = Parse("multipart/form-data; boundary=b", "", {}, limits, three);
+  limits.max_form_parts = 4;
+  auto r = Parse("multipart/form-data; boundary=b",
+                 Multipart("b", {{"image", "", "1"}, {"image", "", "2"}, {"image", "", "3"}}), {},
+                 limits);
   ASSERT_TRUE(r.error.has_value());
   EXPECT_EQ(r.error->status, 413);
   EXPECT_THAT(r.error->message, HasSubstr("more than 2 images"));
-  r = Parse("image/jpeg", std::string(1001, 'x'), {}, limits);
+  r = Parse("multipart/form-data; boundary=b",
+            Multipart("b", std::vector<Field>(5, {"x", "", "1"})), {}, limits);
   ASSERT_TRUE(r.error.has_value());
   EXPECT_EQ(r.error->status, 413);
-  EXPECT_THAT(r.error->message, HasSubstr("at most 1000"));
+  EXPECT_EQ(r.error->code, "too_many_parts");
+  EXPECT_THAT(r.error->message, HasSubstr("more than 4 parts"));
 }
 
 }  // namespace

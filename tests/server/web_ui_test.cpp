@@ -1,10 +1,8 @@
 #include "server/web_ui.h"
 
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include <string>
-#include <thread>
 
 namespace mogserve::server {
 namespace {
@@ -31,44 +29,46 @@ TEST(WebUiTest, ContentTypes) {
   EXPECT_EQ(WebContentType("/ui/blob"), "application/octet-stream");
 }
 
-TEST(WebUiTest, ServesWithCachingHeadersAndRevalidates) {
-  httplib::Server server;
-  InstallWebUi(server);
-  const int port = server.bind_to_any_port("127.0.0.1");
-  ASSERT_GT(port, 0);
-  // The socket listens from bind on; requests wait for the accept loop.
-  std::thread thread([&] { server.listen_after_bind(); });
+// The header a response carries, "" if none.
+std::string HeaderOf(const http::HttpResponse& r, std::string_view name) {
+  for (const auto& [n, v] : r.headers) {
+    if (http::EqualsIgnoreCase(n, name)) return v;
+  }
+  return "";
+}
 
-  httplib::Client client("127.0.0.1", port);
-  auto page = client.Get("/");
-  ASSERT_TRUE(page);
-  EXPECT_EQ(page->status, 200);
-  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
-  EXPECT_EQ(page->get_header_value("Cache-Control"), "no-cache");
-  EXPECT_NE(page->get_header_value("Content-Security-Policy").find("default-src 'self'"),
+http::HttpRequest Get(std::string path, http::HeaderList headers = {}) {
+  http::HttpRequest r;
+  r.method = "GET";
+  r.path = std::move(path);
+  r.headers = std::move(headers);
+  return r;
+}
+
+TEST(WebUiTest, ServesWithCachingHeadersAndRevalidates) {
+  const http::HttpResponse page = WebAssetResponse(Get("/"));
+  EXPECT_EQ(page.status, 200);
+  EXPECT_EQ(page.content_type, "text/html; charset=utf-8");
+  EXPECT_EQ(HeaderOf(page, "Cache-Control"), "no-cache");
+  EXPECT_NE(HeaderOf(page, "Content-Security-Policy").find("default-src 'self'"),
             std::string::npos);
-  EXPECT_NE(page->body.find("<!doctype html>"), std::string::npos);
-  const std::string etag = page->get_header_value("ETag");
+  EXPECT_NE(page.body.find("<!doctype html>"), std::string::npos);
+  const std::string etag = HeaderOf(page, "ETag");
   ASSERT_FALSE(etag.empty());
 
-  auto again = client.Get("/", {{"If-None-Match", etag}});
-  ASSERT_TRUE(again);
-  EXPECT_EQ(again->status, 304);
-  EXPECT_TRUE(again->body.empty());
+  const http::HttpResponse again = WebAssetResponse(Get("/", {{"if-none-match", etag}}));
+  EXPECT_EQ(again.status, 304);
+  EXPECT_TRUE(again.body.empty());
 
-  auto script = client.Get("/ui/js/main.js");
-  ASSERT_TRUE(script);
-  EXPECT_EQ(script->status, 200);
-  EXPECT_EQ(script->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
-  EXPECT_EQ(script->get_header_value("X-Content-Type-Options"), "nosniff");
-  EXPECT_EQ(script->body.size(), FindWebAsset("/ui/js/main.js")->size_bytes);
+  const http::HttpResponse script = WebAssetResponse(Get("/ui/js/main.js"));
+  EXPECT_EQ(script.status, 200);
+  EXPECT_EQ(script.content_type, "text/javascript; charset=utf-8");
+  EXPECT_EQ(HeaderOf(script, "X-Content-Type-Options"), "nosniff");
+  EXPECT_EQ(script.body.size(), FindWebAsset("/ui/js/main.js")->size_bytes);
 
-  auto missing = client.Get("/ui/nope.js");
-  ASSERT_TRUE(missing);
-  EXPECT_EQ(missing->status, 404);
-
-  server.stop();
-  thread.join();
+  const http::HttpResponse missing = WebAssetResponse(Get("/ui/nope.js"));
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_NE(missing.body.find("not_found"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,20 @@
+// The process's resident memory, from /proc/self/status (Linux).
+#pragma once
+
+#include <cstdint>
+
+namespace mogserve {
+
+struct ProcessMemory {
+  int64_t rss_bytes = 0;       // VmRSS: resident now
+  int64_t peak_rss_bytes = 0;  // VmHWM: the most resident since start or ResetPeakRss()
+};
+
+// Zeros where /proc is unavailable.
+ProcessMemory ReadProcessMemory();
+
+// Sets the peak back to the current RSS (writes 5 to /proc/self/clear_refs); false where the
+// kernel refuses.
+bool ResetPeakRss();
+
+}  // namespace mogserve

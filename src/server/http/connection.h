@@ -1,0 +1,105 @@
+// Connection: one client socket, served as a sequence of HTTP/1.1 exchanges on its own strand:
+//   wait for a request (idle deadline) → header (header deadline) → HttpHandler::Screen →
+//   [100 Continue] → body (body deadline) → HttpHandler::Handle → response (write deadline)
+//   → the next request (pipelined requests are answered in order) or close.
+// No thread waits on a client: every step is an asynchronous operation with a deadline; a slow
+// header or body gets 408, a refusal is sent before the body is read and the connection then
+// closes gracefully (the client's unread bytes are drained, never parsed as a next request).
+// An idle keep-alive connection holds its socket, a timer and this object: no read buffer.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "server/http/connection_registry.h"
+#include "server/http/http_handler.h"
+#include "server/http/request_parser.h"
+
+namespace mogserve::server::http {
+
+// What every connection of a listener shares. Outlives the connections.
+struct ConnectionContext {
+  HttpLimits limits;
+  HttpHandler* handler = nullptr;
+  BodyBudget* budget = nullptr;
+  ConnectionRegistry* registry = nullptr;
+  std::atomic<bool> stopping{false};  // the server drains: answer what arrived, then close
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  using Socket = boost::asio::ip::tcp::socket;
+  using Clock = std::chrono::steady_clock;
+
+  // `socket` must run on a strand of its own (make_strand) and be registered by the caller.
+  Connection(Socket socket, ConnectionContext* context);
+  ~Connection();
+
+  // Starts serving; `refuse` = answer 503 "too many connections" at once and close.
+  void Start(bool refuse = false);
+  // From any thread: close now if the connection waits without a complete request header
+  // (displaced at the cap, or the server stops); otherwise nothing.
+  void Displace();
+  // From any thread: the server stops; an idle connection closes, a busy one after its answer.
+  void OnServerStop();
+
+  ConnectionPhase phase() const { return phase_.load(std::memory_order_relaxed); }
+  // Since when the connection is in its phase (steady clock, ns).
+  int64_t phase_since_ns() const { return phase_since_ns_.load(std::memory_order_relaxed); }
+  void set_registry_handle(ConnectionRegistry::Handle h) { registry_handle_ = h; }
+  // True the first time: the registry chose this connection to displace.
+  bool MarkDisplaced() { return !displaced_.exchange(true); }
+  bool displaced() const { return displaced_.load(std::memory_order_relaxed); }
+
+ private:
+  friend struct ResponderState;
+  enum class Deadline { kNone, kIdle, kHeader, kBody, kWrite, kLinger };
+
+  void SetPhase(ConnectionPhase phase);
+  void Arm(Deadline deadline, std::chrono::milliseconds after);
+  void Disarm();
+  void OnDeadline();
+
+  void WaitForRequest();
+  void ReadHeader();
+  void OnHeader(boost::system::error_code ec);
+  void ReadBody();
+  void OnBody(boost::system::error_code ec);
+  void Dispatch();
+  void OnReadFailed(boost::system::error_code ec);
+  void Send(HttpResponse response);
+  void OnWritten(boost::system::error_code ec, bool close);
+  void CloseGracefully();
+  void Linger();
+  void Close();
+
+  Socket socket_;
+  boost::asio::steady_timer timer_;
+  ConnectionContext* const context_;
+  ConnectionRegistry::Handle registry_handle_{};
+  std::atomic<ConnectionPhase> phase_{ConnectionPhase::kIdle};
+  std::atomic<int64_t> phase_since_ns_{0};
+  std::atomic<bool> displaced_{false};
+
+  // On the strand only:
+  std::string remote_addr_;
+  boost::beast::flat_buffer buffer_;
+  std::optional<RequestParser> parser_;
+  Deadline armed_ = Deadline::kNone;
+  uint64_t timer_generation_ = 0;
+  Deadline expired_ = Deadline::kNone;  // the deadline that cancelled the pending operation
+  int requests_ = 0;                    // requests answered on this connection
+  bool keep_alive_ = true;
+  bool closed_ = false;
+  Clock::time_point linger_until_;  // closing gracefully: drain the client's bytes until then
+  ExchangeRecord record_;           // the exchange in flight, for HttpHandler::OnExchange
+  Clock::time_point started_;
+};
+
+}  // namespace mogserve::server::http

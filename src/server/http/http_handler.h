@@ -1,0 +1,60 @@
+// The contract between the HTTP layer (connections, listener) and the application on top of it
+// (server/http_server.h): screen a request from its header, handle it whole, and be told of
+// every response written. Boost-free.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "server/http/http_message.h"
+
+namespace mogserve::server::http {
+
+class Connection;
+struct ResponderState;
+
+// The one answer to one request. Copyable (copies share the answer); callable from any thread;
+// the first call sends, later calls are ignored. If every copy is dropped unanswered, the client
+// gets a 500 (a request is never left hanging). Keeps the server's I/O running until answered.
+class Responder {
+ public:
+  explicit Responder(std::shared_ptr<ResponderState> state) : state_(std::move(state)) {}
+  void operator()(HttpResponse response) const;
+
+ private:
+  std::shared_ptr<ResponderState> state_;
+};
+
+// What the access log and the metrics learn of a finished exchange.
+struct ExchangeRecord {
+  std::string method;
+  std::string path;
+  std::string remote_addr;
+  int status = 0;
+  size_t body_bytes = 0;
+  std::chrono::steady_clock::duration duration{};  // first request byte to response written
+  bool written = true;                             // false: the client was gone first
+};
+
+class HttpHandler {
+ public:
+  virtual ~HttpHandler() = default;
+
+  // Called when a request's header is complete, before its body is read (so a refusal costs
+  // no upload). A response refuses the request now; when a body was announced the connection
+  // closes after it. nullopt: read the body, then Handle. Runs on an I/O thread: must not block.
+  virtual std::optional<HttpResponse> Screen(const HttpRequest& head) = 0;
+
+  // The complete request. Runs on an I/O thread: must not block; answer through `respond` (now
+  // or later, from any thread).
+  virtual void Handle(HttpRequest request, Responder respond) = 0;
+
+  // Just before each response is written (including the layer's own refusals: 408, 413, 431,
+  // ...), with record.status set: count it, add headers. Runs on an I/O thread.
+  virtual void BeforeSend(const ExchangeRecord& record, HttpResponse& response) = 0;
+  // After each response was written, or found no client to take it (record.written).
+  virtual void OnExchange(const ExchangeRecord& record) = 0;
+};
+
+}  // namespace mogserve::server::http
