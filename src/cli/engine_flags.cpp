@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include <spdlog/spdlog.h>
+
 #include "cli/commands.h"
 #include "common/file_util.h"
 
@@ -71,6 +73,12 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const EngineFlags& flags) {
   options.weights = flags.weights;
   options.synthetic_weights = flags.synthetic_weights;
   options.synthetic_seed = flags.seed;
+  if (!flags.synthetic_weights.empty()) {
+    spdlog::warn(
+        "--synthetic-weights {}: random weights (seed {}), so the detections are meaningless; "
+        "use them to measure speed and memory, and --weights FILE for real faces",
+        flags.synthetic_weights, flags.seed);
+  }
   options.device = flags.device;
   options.threads = flags.threads;
   return options;

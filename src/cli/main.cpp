@@ -5,7 +5,7 @@
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"mogserve: fast face detection (SSD-MobileNetV1 embedded, MogFace) on CPU and GPU"};
+  CLI::App app{"mogserve: fast face detection (SSD-MobileNetV1 embedded, MogFace) on the CPU"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("mogserve 0.1.0"));
   std::map<CLI::App*, mogserve::cli::CommandRunner> runners;
@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
       mogserve::cli::RegisterDetectCommand);
   add("bench",
       "Benchmarks: engine (forward passes vs the machine's peak), pipeline (scheduler policies "
-      "under load, in-process), serve (HTTP vs in-process)",
+      "under load, in-process), serve (HTTP vs in-process), report (the deployment guide's "
+      "tables and plots, measured)",
       mogserve::cli::RegisterBenchCommand);
   add("eval", "Accuracy: WIDER FACE AP (official protocol), FP32 vs BF16/FP16",
       mogserve::cli::RegisterEvalCommand);

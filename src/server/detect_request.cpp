@@ -271,17 +271,20 @@ std::optional<HttpError> CheckDetectContentType(std::string_view content_type) {
   return Error(415, "unsupported_media_type", std::move(message));
 }
 
+std::optional<HttpError> ParseDetectOptions(const std::multimap<std::string, std::string>& query,
+                                            DetectParams* params) {
+  for (const auto& [name, value] : query) {
+    if (auto e = ApplyOption(name, value, *params)) return e;
+  }
+  return std::nullopt;
+}
+
 ParsedDetectRequest ParseDetectRequest(std::string_view content_type, std::string body,
                                        const std::multimap<std::string, std::string>& query,
                                        const RequestLimits& limits) {
   ParsedDetectRequest out;
   DetectRequest& r = out.request;
-  for (const auto& [name, value] : query) {
-    if (auto e = ApplyOption(name, value, r.params)) {
-      out.error = std::move(e);
-      return out;
-    }
-  }
+  if ((out.error = ParseDetectOptions(query, &r.params))) return out;
   const std::string media = MediaType(content_type);
   std::optional<HttpError> error = CheckDetectContentType(content_type);
   if (!error) {

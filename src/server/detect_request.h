@@ -19,7 +19,7 @@ namespace mogserve::server {
 struct DetectParams {
   std::optional<float> score_threshold;  // 0..1
   std::optional<int> max_faces;          // 1..10000
-  scheduler::Priority priority = scheduler::Priority::kApi;
+  std::optional<scheduler::Priority> priority;  // unset: api (a live WebSocket: stream)
   std::optional<int64_t> timeout_ms;  // > 0; may only shorten the server's timeout
   bool modelscope_format = false;     // format=modelscope: {"scores":[],"boxes":[]}
 };
@@ -41,6 +41,11 @@ struct RequestLimits {
   int max_form_parts = 64;  // multipart parts, images and option fields together (413)
   int max_json_depth = 8;   // nesting of a JSON body, checked while parsing (400)
 };
+
+// The options among `query` (score_threshold, max_faces, priority, timeout_ms, format) into
+// `params`; 422 naming the first bad one and what is allowed.
+std::optional<HttpError> ParseDetectOptions(const std::multimap<std::string, std::string>& query,
+                                            DetectParams* params);
 
 // The body's media type decides how it is read; refused types get 415 (naming the accepted
 // ones, and how to send a photo with curl when it came as a form). Checked from the header,

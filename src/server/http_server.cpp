@@ -4,11 +4,14 @@
 
 #include <atomic>
 #include <cmath>
+#include <variant>
 
 #include "common/process_memory.h"
 #include "scheduler/outcome.h"
 #include "server/http/listener.h"
 #include "server/result_json.h"
+#include "server/detect_call.h"
+#include "server/detect_websocket.h"
 #include "server/web_ui.h"
 
 namespace mogserve::server {
@@ -36,35 +39,6 @@ HttpResponse NotReady() {
   return r;
 }
 
-// How a pipeline outcome answers over HTTP: status and error code (done: 200, no code).
-std::pair<int, std::string> HttpStatusOf(const pipeline::RequestResult& r) {
-  using scheduler::Outcome;
-  switch (r.outcome) {
-    case Outcome::kDone:
-      return {200, ""};
-    case Outcome::kRejectedQueueFull:
-      return {503, "queue_full"};
-    case Outcome::kRejectedDeadline:
-      return {504, "deadline_exceeded"};
-    case Outcome::kRejectedBadInput:
-      switch (r.status.code()) {
-        case StatusCode::kUnsupported:
-          return {415, "unsupported_image_format"};
-        case StatusCode::kResourceExhausted:
-          return {413, "image_too_large"};
-        default:
-          return {400, "invalid_image"};
-      }
-    case Outcome::kFailed:
-      return {500, "inference_failed"};
-    case Outcome::kCancelled:
-      return {503, "cancelled"};
-    case Outcome::kSuperseded:
-      return {409, "superseded"};
-  }
-  return {500, "internal"};
-}
-
 // Compares in time independent of where the strings differ (API keys).
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
@@ -75,7 +49,7 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
 }
 
 // The routes: exact paths, and "/ui" for everything under it. GET routes answer HEAD too.
-enum class Route { kDetect, kHealthz, kReadyz, kMetrics, kModels, kStats, kWebUi };
+enum class Route { kDetect, kDetectWebSocket, kHealthz, kReadyz, kMetrics, kModels, kStats, kWebUi };
 struct RouteEntry {
   const char* path;
   Route route;
@@ -83,6 +57,7 @@ struct RouteEntry {
 };
 constexpr RouteEntry kRoutes[] = {
     {"/v1/detect", Route::kDetect, "POST"},
+    {"/v1/detect/ws", Route::kDetectWebSocket, "GET"},
     {"/healthz", Route::kHealthz, "GET"},
     {"/readyz", Route::kReadyz, "GET"},
     {"/metrics", Route::kMetrics, "GET"},
@@ -111,11 +86,34 @@ std::string RouteLabel(std::string_view path) {
   return e == nullptr ? "other" : e->path;
 }
 
+// The detect options of a WebSocket's URL, and its latest_only flag (not a detect option).
+struct WebSocketQuery {
+  std::multimap<std::string, std::string> options;
+  bool latest_only = false;
+};
+std::variant<WebSocketQuery, HttpError> ParseWebSocketQuery(
+    const std::multimap<std::string, std::string>& query) {
+  WebSocketQuery q;
+  for (const auto& [name, value] : query) {
+    if (name != "latest_only") {
+      q.options.emplace(name, value);
+    } else if (value == "true" || value == "1" || value == "false" || value == "0") {
+      q.latest_only = value == "true" || value == "1";
+    } else {
+      return HttpError{422, "invalid_parameter",
+                       "latest_only: '" + value + "' is not allowed; true or false"};
+    }
+  }
+  DetectParams params;
+  if (auto e = ParseDetectOptions(q.options, &params)) return *e;
+  return q;
+}
+
 // The results of one HTTP request's images, answered when the last one ends.
-class DetectCall : public std::enable_shared_from_this<DetectCall> {
+class DetectAnswer : public std::enable_shared_from_this<DetectAnswer> {
  public:
   // `body` holds the request's bytes in the in-flight budget until the answer.
-  DetectCall(DetectRequest request, http::BodyLease body, http::Responder respond)
+  DetectAnswer(DetectRequest request, http::BodyLease body, http::Responder respond)
       : request_(std::move(request)),
         body_(std::move(body)),
         respond_(std::move(respond)),
@@ -131,11 +129,7 @@ class DetectCall : public std::enable_shared_from_this<DetectCall> {
 
  private:
   nlohmann::json BodyOf(const pipeline::RequestResult& r) const {
-    if (r.outcome != scheduler::Outcome::kDone) {
-      return ErrorToJson(HttpStatusOf(r).second, r.status.message());
-    }
-    return request_.params.modelscope_format ? ResultToModelScopeJson(r.result)
-                                             : ResultToJson(r.result, /*include_timing=*/true);
+    return ResultBody(r, request_.params.modelscope_format);
   }
 
   void Answer() {
@@ -246,6 +240,11 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
     if (!ready()) return NotReady();
     if (auto e = CheckDetectContentType(head.Header("Content-Type"))) return Error(*e);
   }
+  if (route->route == Route::kDetectWebSocket) {
+    if (!ready()) return NotReady();
+    auto query = ParseWebSocketQuery(head.query);
+    if (auto* e = std::get_if<HttpError>(&query)) return Error(*e);
+  }
   return std::nullopt;
 }
 
@@ -253,6 +252,13 @@ void HttpServer::Handle(HttpRequest request, http::Responder respond) {
   switch (FindRoute(request.path)->route) {
     case Route::kDetect:
       return Detect(std::move(request), respond);
+    case Route::kDetectWebSocket: {  // a plain GET: the upgrade is missing
+      HttpResponse r = http::JsonError(
+          426, "upgrade_required",
+          request.path + " is a WebSocket: send Connection: Upgrade and Upgrade: websocket");
+      r.SetHeader("Upgrade", "websocket");
+      return respond(std::move(r));
+    }
     case Route::kHealthz:
       return respond(JsonResponse({{"status", "ok"}}));
     case Route::kReadyz:
@@ -266,6 +272,21 @@ void HttpServer::Handle(HttpRequest request, http::Responder respond) {
     case Route::kWebUi:
       return respond(WebAssetResponse(request));
   }
+}
+
+std::unique_ptr<http::WebSocketHandler> HttpServer::AcceptWebSocket(
+    const HttpRequest& head, std::shared_ptr<http::WebSocketPeer> peer) {
+  pipeline::Pipeline* pipeline = pipeline_.load();
+  if (pipeline == nullptr || FindRoute(head.path)->route != Route::kDetectWebSocket) return nullptr;
+  auto query = std::get<WebSocketQuery>(ParseWebSocketQuery(head.query));  // Screen checked it
+  DetectWebSocketOptions o;
+  o.query = std::move(query.options);
+  o.latest_only = query.latest_only;
+  // Each socket is its own client: its frames supersede only each other.
+  o.client = "ws:" + std::to_string(next_socket_id_.fetch_add(1)) + ":" + head.remote_addr;
+  o.defaults = model_.defaults;
+  o.limits = options_.limits;
+  return std::make_unique<DetectWebSocket>(pipeline, std::move(peer), std::move(o));
 }
 
 void HttpServer::BeforeSend(const http::ExchangeRecord& record, HttpResponse& response) {
@@ -300,25 +321,15 @@ void HttpServer::Detect(HttpRequest request, const http::Responder& respond) {
   ParsedDetectRequest parsed = ParseDetectRequest(
       request.Header("Content-Type"), std::move(request.body), request.query, options_.limits);
   if (parsed.error) return respond(Error(*parsed.error));
-  DetectOptions detect = model_.defaults;
   const DetectParams& p = parsed.request.params;
-  if (p.score_threshold) detect.score_threshold = *p.score_threshold;
-  if (p.max_faces) detect.max_faces = *p.max_faces;
-
-  std::vector<pipeline::SubmitRequest> submits(parsed.request.images.size());
-  for (size_t i = 0; i < submits.size(); ++i) {
-    pipeline::SubmitRequest& s = submits[i];
-    std::string& bytes = parsed.request.images[i].bytes;
-    s.image.bytes.assign(bytes.begin(), bytes.end());
-    std::string().swap(bytes);
-    s.priority = p.priority;
-    s.client = options_.api_key.empty() ? request.remote_addr : "key";
-    if (p.timeout_ms) s.timeout = std::chrono::milliseconds(*p.timeout_ms);
-    s.detect = detect;
+  const std::string client = options_.api_key.empty() ? request.remote_addr : "key";
+  std::vector<pipeline::SubmitRequest> submits;
+  for (ImagePart& image : parsed.request.images) {
+    submits.push_back(MakeSubmitRequest(image, p, model_.defaults, client));
   }
   // The images' bytes stay counted against the in-flight budget until the answer: requests
   // still decoding hold them.
-  auto call = std::make_shared<DetectCall>(std::move(parsed.request), std::move(request.body_lease),
+  auto call = std::make_shared<DetectAnswer>(std::move(parsed.request), std::move(request.body_lease),
                                            respond);
   for (size_t i = 0; i < submits.size(); ++i) {
     pipeline->Submit(std::move(submits[i]), call->Slot(i));

@@ -3,6 +3,7 @@
 // connection; detection runs in the pipeline and answers asynchronously).
 //
 //   POST /v1/detect   raw image / multipart (one or many `image` fields) / JSON base64
+//   GET  /v1/detect/ws  the same over a WebSocket, a message per picture (detect_websocket.h)
 //   GET  /healthz     alive (200 as soon as the socket listens)
 //   GET  /readyz      200 once the model is loaded and warmed up (SetPipeline), else 503
 //   GET  /metrics     Prometheus text format
@@ -92,6 +93,8 @@ class HttpServer : private http::HttpHandler {
   // http::HttpHandler.
   std::optional<http::HttpResponse> Screen(const http::HttpRequest& head) override;
   void Handle(http::HttpRequest request, http::Responder respond) override;
+  std::unique_ptr<http::WebSocketHandler> AcceptWebSocket(
+      const http::HttpRequest& head, std::shared_ptr<http::WebSocketPeer> peer) override;
   void BeforeSend(const http::ExchangeRecord& record, http::HttpResponse& response) override;
   void OnExchange(const http::ExchangeRecord& record) override;
 
@@ -110,6 +113,7 @@ class HttpServer : private http::HttpHandler {
   ModelDescription model_;                // same
   int64_t idle_rss_bytes_ = 0;            // same
   std::atomic<bool> stopped_{false};
+  std::atomic<uint64_t> next_socket_id_{1};  // WebSockets, for their fairness keys
 };
 
 }  // namespace mogserve::server

@@ -14,10 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
 TEST(CliE2E, UsageErrorsExitWithCode2AndFatalErrorsWith3) {
   const std::string photo = PhotoPath("astronaut.png").string();
   {
@@ -90,11 +86,23 @@ TEST(CliE2E, VersionAndHelp) {
   EXPECT_EQ(version.exit_code, 0) << version.Describe();
   EXPECT_TRUE(Contains(version.out, "mogserve 0.")) << version.out;
 
+  const ProcessResult top = RunMogserve({"--help"});
+  EXPECT_EQ(top.exit_code, 0) << top.Describe();
+  EXPECT_FALSE(Contains(top.out, "GPU")) << "no GPU backend is built yet:\n" << top.out;
+  // The summary of `bench` names each of its subcommands.
+  const size_t bench = top.out.find("Benchmarks:");
+  ASSERT_NE(bench, std::string::npos) << top.out;
+  const std::string summary = top.out.substr(bench, top.out.find("eval", bench) - bench);
+  for (const char* sub : {"engine (", "pipeline (", "serve (", "report ("}) {
+    EXPECT_TRUE(Contains(summary, sub)) << "the bench summary lacks " << sub << ":\n" << summary;
+  }
+
   const ProcessResult help = RunMogserve({"detect", "--help"});
   EXPECT_EQ(help.exit_code, 0) << help.Describe();
   for (const char* option :
        {"--output", "--annotate", "--score-threshold", "--max-faces", "--batch-size",
-        "--max-pixels", "--timing", "--quiet", "--model-dir", "--threads", "paths"}) {
+        "--max-pixels", "--timing", "--quiet", "--model-dir", "--threads", "--instances",
+        "--policy", "--tta", "paths"}) {
     EXPECT_TRUE(Contains(help.out, option)) << "detect --help lacks " << option << ":\n"
                                             << help.out;
   }

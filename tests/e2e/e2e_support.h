@@ -40,6 +40,10 @@ std::string ReadText(const std::filesystem::path& path);
 // Writes `bytes` to `path`, creating its parent folders.
 void WriteBytes(const std::filesystem::path& path, const std::vector<uint8_t>& bytes);
 
+inline bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
 // Splits on '\n' (a final newline does not add an empty line).
 std::vector<std::string> SplitLines(const std::string& text);
 // Parses each line as JSON; a line that does not parse becomes a test failure (and is skipped).

@@ -43,6 +43,8 @@ TEST(MogFaceDetectE2E, BucketPolicyReportsFacesInOriginalPixels) {
       RunMogFace({landscape, portrait, "--target-size", "128", "--score-threshold", "0",
                   "--max-faces", "7", "--timing", "--batch-size", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "random weights (seed 1), so the detections are meaningless"))
+      << r.err;
   const std::vector<json> lines = ParseJsonLines(r.out);
   ASSERT_EQ(lines.size(), 2u) << r.out;
   const std::pair<int, int> sizes[2] = {{300, 200}, {120, 140}};

@@ -135,6 +135,16 @@ std::optional<RawResponse> RawConnection::ReadResponse(std::chrono::milliseconds
   return r;
 }
 
+std::optional<std::string> RawConnection::ReadExactly(size_t n, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (buffer_.size() < n) {
+    if (!Fill(deadline)) return std::nullopt;
+  }
+  std::string out = buffer_.substr(0, n);
+  buffer_.erase(0, n);
+  return out;
+}
+
 bool RawConnection::ClosedWithoutMore(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   while (buffer_.empty() && !eof_) {

@@ -42,6 +42,9 @@ class RawConnection {
   // One response: status line, headers, and a Content-Length body (a 1xx has none); nullopt
   // when it does not arrive whole within `timeout` or the connection closes first.
   std::optional<RawResponse> ReadResponse(std::chrono::milliseconds timeout);
+  // Exactly `n` bytes (what a response or frame header said would follow); nullopt when they do
+  // not arrive within `timeout`.
+  std::optional<std::string> ReadExactly(size_t n, std::chrono::milliseconds timeout);
   // True when the server closes the connection within `timeout` without sending anything more
   // (bytes already buffered count as "something more").
   bool ClosedWithoutMore(std::chrono::milliseconds timeout);

@@ -18,10 +18,6 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
 // Starts `n` threads running fn(i) at (nearly) the same moment; joins them.
 void RunConcurrently(int n, const std::function<void(int)>& fn) {
   std::atomic<int> waiting{n};

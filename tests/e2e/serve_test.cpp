@@ -15,10 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
 json ParseBody(const httplib::Result& res) {
   if (!res) return json();
   return json::parse(res->body, nullptr, /*allow_exceptions=*/false);

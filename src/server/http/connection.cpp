@@ -6,6 +6,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/websocket/stream.hpp>
 
 namespace mogserve::server::http {
 namespace {
@@ -127,6 +128,7 @@ void Connection::OnServerStop() {
         self->buffer_.size() == 0) {
       self->Close();
     }
+    if (self->ws_) self->CloseWebSocket();
   });
 }
 
@@ -208,6 +210,7 @@ void Connection::OnHeader(error_code ec) {
     if (parser_->has_body()) refusal->close = true;  // its body stays unread
     return Send(std::move(*refusal));
   }
+  if (IsWebSocketUpgrade(head) && !parser_->has_body()) return UpgradeToWebSocket();
   if (!parser_->has_body()) return Dispatch();
   if (!parser_->ReserveBody()) return Send(parser_->Refusal({}, {}));
   if (!parser_->expects_continue()) return ReadBody();

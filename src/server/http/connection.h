@@ -6,6 +6,9 @@
 // header or body gets 408, a refusal is sent before the body is read and the connection then
 // closes gracefully (the client's unread bytes are drained, never parsed as a next request).
 // An idle keep-alive connection holds its socket, a timer and this object: no read buffer.
+// A WebSocket upgrade (HttpHandler::AcceptWebSocket) turns the connection into a WebSocket for
+// the rest of its life: messages in order, a bounded send queue, pings on idle, handler
+// backpressure (connection_websocket.cpp).
 #pragma once
 
 #include <atomic>
@@ -13,7 +16,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/websocket/stream_fwd.hpp>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <optional>
 
@@ -59,6 +64,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   friend struct ResponderState;
+  friend class ConnectionWebSocketPeer;
   enum class Deadline { kNone, kIdle, kHeader, kBody, kWrite, kLinger };
 
   void SetPhase(ConnectionPhase phase);
@@ -78,6 +84,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void CloseGracefully();
   void Linger();
   void Close();
+
+  // WebSocket (connection_websocket.cpp), on the strand.
+  static bool IsWebSocketUpgrade(const HttpRequest& head);
+  void UpgradeToWebSocket();
+  void ReadWebSocket();
+  void OnWebSocketRead(boost::system::error_code ec);
+  void QueueWebSocket(std::string message, bool binary);
+  void WriteWebSocket();
+  void CloseWebSocket();
+  void OnWebSocketClosed();
 
   Socket socket_;
   boost::asio::steady_timer timer_;
@@ -100,6 +116,21 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Clock::time_point linger_until_;  // closing gracefully: drain the client's bytes until then
   ExchangeRecord record_;           // the exchange in flight, for HttpHandler::OnExchange
   Clock::time_point started_;
+
+  // WebSocket state, on the strand; ws_ is declared after socket_, so it goes first.
+  struct QueuedMessage {
+    std::string text;
+    bool binary = false;
+  };
+  std::unique_ptr<boost::beast::websocket::stream<Socket&>> ws_;
+  std::unique_ptr<WebSocketHandler> ws_handler_;
+  boost::beast::flat_buffer ws_buffer_;
+  std::deque<QueuedMessage> ws_queue_;
+  bool ws_writing_ = false;
+  bool ws_paused_ = false;
+  bool ws_close_requested_ = false;
+  std::atomic<bool> ws_closed_{false};    // read by peers on other threads
+  std::shared_ptr<Connection> ws_hold_;  // self, while paused (no read pending)
 };
 
 }  // namespace mogserve::server::http

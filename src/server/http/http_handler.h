@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "server/http/http_message.h"
 
@@ -37,6 +38,32 @@ struct ExchangeRecord {
   bool written = true;                             // false: the client was gone first
 };
 
+// The server side of one WebSocket, as the application sees it. Thread-safe; every call is
+// carried out on the connection's strand.
+class WebSocketPeer {
+ public:
+  virtual ~WebSocketPeer() = default;
+  // Queues a message; messages go out in order. False when the socket is closed, or when the
+  // client leaves more than kMaxQueued unsent (then the socket is closed: it does not read).
+  virtual bool Send(std::string message, bool binary = false) = 0;
+  // Reads the next message: after OnMessage returned false (the handler's backpressure).
+  virtual void Resume() = 0;
+  // Closes the WebSocket (close frame, then the socket).
+  virtual void Close() = 0;
+
+  static constexpr size_t kMaxQueued = 64;
+};
+
+// The messages of one WebSocket, called on the connection's strand, one at a time.
+class WebSocketHandler {
+ public:
+  virtual ~WebSocketHandler() = default;
+  // One whole message. True: read the next one now; false: wait for WebSocketPeer::Resume.
+  virtual bool OnMessage(std::string message, bool binary) = 0;
+  // The socket closed (either side); no OnMessage follows.
+  virtual void OnClose() = 0;
+};
+
 class HttpHandler {
  public:
   virtual ~HttpHandler() = default;
@@ -49,6 +76,14 @@ class HttpHandler {
   // The complete request. Runs on an I/O thread: must not block; answer through `respond` (now
   // or later, from any thread).
   virtual void Handle(HttpRequest request, Responder respond) = 0;
+
+  // A WebSocket upgrade request that Screen let through: the handler of its messages, which
+  // answers on `peer`; nullptr refuses the upgrade with 400 (the route takes no WebSocket).
+  // Messages are limited to HttpLimits::max_body_bytes.
+  virtual std::unique_ptr<WebSocketHandler> AcceptWebSocket(const HttpRequest& head,
+                                                            std::shared_ptr<WebSocketPeer> peer) {
+    return nullptr;
+  }
 
   // Just before each response is written (including the layer's own refusals: 408, 413, 431,
   // ...), with record.status set: count it, add headers. Runs on an I/O thread.

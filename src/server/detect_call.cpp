@@ -1,0 +1,59 @@
+#include "server/detect_call.h"
+
+#include "scheduler/outcome.h"
+#include "server/result_json.h"
+
+namespace mogserve::server {
+
+pipeline::SubmitRequest MakeSubmitRequest(ImagePart& image, const DetectParams& params,
+                                          const DetectOptions& defaults, std::string client) {
+  pipeline::SubmitRequest s;
+  s.image.bytes.assign(image.bytes.begin(), image.bytes.end());
+  std::string().swap(image.bytes);
+  s.priority = params.priority.value_or(scheduler::Priority::kApi);
+  s.client = std::move(client);
+  if (params.timeout_ms) s.timeout = std::chrono::milliseconds(*params.timeout_ms);
+  DetectOptions detect = defaults;
+  if (params.score_threshold) detect.score_threshold = *params.score_threshold;
+  if (params.max_faces) detect.max_faces = *params.max_faces;
+  s.detect = detect;
+  return s;
+}
+
+std::pair<int, std::string> HttpStatusOf(const pipeline::RequestResult& r) {
+  using scheduler::Outcome;
+  switch (r.outcome) {
+    case Outcome::kDone:
+      return {200, ""};
+    case Outcome::kRejectedQueueFull:
+      return {503, "queue_full"};
+    case Outcome::kRejectedDeadline:
+      return {504, "deadline_exceeded"};
+    case Outcome::kRejectedBadInput:
+      switch (r.status.code()) {
+        case StatusCode::kUnsupported:
+          return {415, "unsupported_image_format"};
+        case StatusCode::kResourceExhausted:
+          return {413, "image_too_large"};
+        default:
+          return {400, "invalid_image"};
+      }
+    case Outcome::kFailed:
+      return {500, "inference_failed"};
+    case Outcome::kCancelled:
+      return {503, "cancelled"};
+    case Outcome::kSuperseded:
+      return {409, "superseded"};
+  }
+  return {500, "internal"};
+}
+
+nlohmann::json ResultBody(const pipeline::RequestResult& r, bool modelscope) {
+  if (r.outcome != scheduler::Outcome::kDone) {
+    return ErrorToJson(HttpStatusOf(r).second, r.status.message());
+  }
+  return modelscope ? ResultToModelScopeJson(r.result)
+                    : ResultToJson(r.result, /*include_timing=*/true);
+}
+
+}  // namespace mogserve::server
