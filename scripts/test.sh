@@ -2,10 +2,11 @@
 # Quick start, the tests: set up, build, and run every test.
 #   1. the Release build: every ctest label (unit, model, e2e);
 #   2. an AddressSanitizer + UBSan build of the torch-free unit tests (decoders, EXIF, resize,
-#      drawing, HTTP request parsing: the code that parses untrusted bytes; the scheduler and the
-#      pipeline);
-#   3. a ThreadSanitizer build of the scheduler and pipeline tests (worker threads, queues, and
-#      the stress test's 100 000 requests from 64 threads);
+#      drawing, HTTP request parsing and the HTTP layer: the code that parses untrusted bytes;
+#      the scheduler and the pipeline);
+#   3. a ThreadSanitizer build of the scheduler, pipeline and server tests (worker threads,
+#      queues, the stress test's 100 000 requests from 64 threads, and the HTTP layer's
+#      connections, strands and asynchronous answers over loopback);
 #   4. a libFuzzer run (clang, ASan + UBSan) over request parsing and image decoding, seeded
 #      with real and broken images, for MOGSERVE_FUZZ_SECONDS (default 60).
 # Extra arguments go to the first ctest run.
@@ -25,7 +26,8 @@ cmake --build "$SAN_DIR" -j "${MOGSERVE_JOBS:-2}" --target common_tests image_te
 TSAN_DIR="$ROOT/build-tsan"
 cmake -S "$ROOT" -B "$TSAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMOGSERVE_SANITIZE=thread >/dev/null
-cmake --build "$TSAN_DIR" -j "${MOGSERVE_JOBS:-2}" --target pipeline_tests scheduler_tests
+cmake --build "$TSAN_DIR" -j "${MOGSERVE_JOBS:-2}" --target pipeline_tests scheduler_tests \
+  server_tests
 (cd "$TSAN_DIR" && ctest --output-on-failure -j 2 -L unit)
 
 FUZZ_DIR="$ROOT/build-fuzz"

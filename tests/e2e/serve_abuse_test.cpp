@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "raw_http.h"
+#include "support/raw_http.h"
 #include "serve_support.h"
 
 namespace mogserve::e2e {

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "raw_http.h"
+#include "support/raw_http.h"
 #include "serve_support.h"
 
 namespace mogserve::e2e {

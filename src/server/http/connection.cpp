@@ -116,7 +116,8 @@ void Connection::Start(bool refuse) {
 void Connection::Displace() {
   net::post(socket_.get_executor(), [self = shared_from_this()] {
     const ConnectionPhase p = self->phase();
-    if (p == ConnectionPhase::kIdle || p == ConnectionPhase::kHeader) self->Close();
+    if (p == ConnectionPhase::kIdle || p == ConnectionPhase::kHeader) return self->Close();
+    self->keep_alive_ = false;  // a request came in meanwhile: close after its answer
   });
 }
 

@@ -48,8 +48,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Starts serving; `refuse` = answer 503 "too many connections" at once and close.
   void Start(bool refuse = false);
-  // From any thread: close now if the connection waits without a complete request header
-  // (displaced at the cap, or the server stops); otherwise nothing.
+  // From any thread, for a connection the registry displaced: close now if it still waits
+  // without a complete request header, else after the answer to the request it is on.
   void Displace();
   // From any thread: the server stops; an idle connection closes, a busy one after its answer.
   void OnServerStop();

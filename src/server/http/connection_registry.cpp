@@ -15,24 +15,34 @@ ConnectionRegistry::Handle ConnectionRegistry::Add(Connection* connection) {
 
 void ConnectionRegistry::Remove(Handle handle) {
   std::lock_guard<std::mutex> lock(mu_);
+  if ((*handle)->displaced()) --closing_displaced_;
   connections_.erase(handle);
   --counters_.open;
 }
 
-std::shared_ptr<Connection> ConnectionRegistry::PickVictim(bool at_any_size) {
+std::shared_ptr<Connection> ConnectionRegistry::PickVictim(const Connection* newcomer,
+                                                           bool at_any_size) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!at_any_size && counters_.open <= max_connections_) return nullptr;
+  if (!at_any_size && counters_.open - closing_displaced_ <= max_connections_) return nullptr;
   Connection* oldest = nullptr;
   for (Connection* c : connections_) {
     const ConnectionPhase p = c->phase();
     if (p != ConnectionPhase::kIdle && p != ConnectionPhase::kHeader) continue;
-    if (c->displaced()) continue;
+    if (c == newcomer || c->displaced()) continue;
     if (oldest == nullptr || c->phase_since_ns() < oldest->phase_since_ns()) oldest = c;
   }
   // A connection in the list is alive or blocked in its destructor on mu_ (then lock() fails).
   std::shared_ptr<Connection> victim = oldest ? oldest->weak_from_this().lock() : nullptr;
-  if (victim && victim->MarkDisplaced()) ++counters_.displaced_total;
+  if (victim && victim->MarkDisplaced()) {
+    ++counters_.displaced_total;
+    ++closing_displaced_;
+  }
   return victim;
+}
+
+bool ConnectionRegistry::OverCap() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_.open - closing_displaced_ > max_connections_;
 }
 
 void ConnectionRegistry::CountRefused() {

@@ -33,10 +33,13 @@ class ConnectionRegistry {
   Handle Add(Connection* connection);
   void Remove(Handle handle);
 
-  // With more than max_connections open (or at any count with `at_any_size`: out of file
-  // descriptors), picks the connection to displace — the longest-waiting idle or header-phase
-  // one not displaced already — or null when every connection is busy with a request.
-  std::shared_ptr<Connection> PickVictim(bool at_any_size = false);
+  // With more than max_connections open (not counting those already displaced and closing; or
+  // at any count with `at_any_size`: out of file descriptors), picks the connection to displace
+  // for `newcomer` — the longest-waiting idle or header-phase one other than it — or null when
+  // every other connection is busy with a request.
+  std::shared_ptr<Connection> PickVictim(const Connection* newcomer, bool at_any_size = false);
+  // More open than max_connections, not counting the displaced ones still closing.
+  bool OverCap() const;
   void CountRefused();
 
   // Calls `fn` on every open connection (held alive during the call).
@@ -50,6 +53,7 @@ class ConnectionRegistry {
   mutable std::mutex mu_;
   std::list<Connection*> connections_;  // guarded by mu_
   ConnectionCounters counters_;         // guarded by mu_
+  int64_t closing_displaced_ = 0;        // displaced, not yet removed; guarded by mu_
 };
 
 }  // namespace mogserve::server::http

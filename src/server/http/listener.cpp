@@ -55,7 +55,7 @@ struct Listener::Impl {
       spdlog::warn("accept failed: {}; closing an idle connection and retrying", ec.message());
     }
     // Out of descriptors: free one held by a connection that has no request in progress.
-    if (auto victim = registry.PickVictim(/*at_any_size=*/true)) victim->Displace();
+    if (auto victim = registry.PickVictim(nullptr, /*at_any_size=*/true)) victim->Displace();
     retry_timer.expires_after(kAcceptRetry);
     retry_timer.async_wait([this](error_code e) {
       if (!e && !stopped.load()) Accept();
@@ -68,13 +68,11 @@ struct Listener::Impl {
     auto connection = std::make_shared<Connection>(std::move(socket), &context);
     connection->set_registry_handle(registry.Add(connection.get()));
     bool refuse = false;
-    if (registry.open() > options.limits.max_connections) {
-      if (auto victim = registry.PickVictim()) {
-        victim->Displace();
-      } else {
-        refuse = true;
-        registry.CountRefused();
-      }
+    if (auto victim = registry.PickVictim(connection.get())) {
+      victim->Displace();
+    } else if (registry.OverCap()) {
+      refuse = true;
+      registry.CountRefused();
     }
     connection->Start(refuse);
   }
