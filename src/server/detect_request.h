@@ -17,11 +17,11 @@
 namespace mogserve::server {
 
 struct DetectParams {
-  std::optional<float> score_threshold;  // 0..1
-  std::optional<int> max_faces;          // 1..10000
+  std::optional<float> score_threshold;         // 0..1
+  std::optional<int> max_faces;                 // 1..10000
   std::optional<scheduler::Priority> priority;  // unset: api (a live WebSocket: stream)
-  std::optional<int64_t> timeout_ms;  // > 0; may only shorten the server's timeout
-  bool modelscope_format = false;     // format=modelscope: {"scores":[],"boxes":[]}
+  std::optional<int64_t> timeout_ms;            // > 0; may only shorten the server's timeout
+  bool modelscope_format = false;               // format=modelscope: {"scores":[],"boxes":[]}
 };
 
 struct ImagePart {

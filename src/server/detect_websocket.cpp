@@ -48,9 +48,9 @@ DetectWebSocket::~DetectWebSocket() = default;
 bool DetectWebSocket::OnMessage(std::string message, bool binary) {
   const int64_t seq = next_seq_++;
   const DetectWebSocketOptions& o = state_->options;
-  ParsedDetectRequest parsed = ParseDetectRequest(
-      binary ? "application/octet-stream" : "application/json", std::move(message), o.query,
-      o.limits);
+  ParsedDetectRequest parsed =
+      ParseDetectRequest(binary ? "application/octet-stream" : "application/json",
+                         std::move(message), o.query, o.limits);
   if (parsed.error) {
     nlohmann::json body = ErrorToJson(parsed.error->code, parsed.error->message);
     body["status"] = parsed.error->status;
@@ -70,13 +70,14 @@ bool DetectWebSocket::OnMessage(std::string message, bool binary) {
         MakeSubmitRequest(parsed.request.images[i], params, o.defaults, o.client);
     submit.latest_only = o.latest_only;
     const bool modelscope = params.modelscope_format;
-    pipeline_->Submit(std::move(submit), [state = state_, seq, i, many,
-                                          modelscope](pipeline::RequestResult r) {
-      nlohmann::json body = ResultBody(r, modelscope);
-      if (r.outcome != scheduler::Outcome::kDone) body["status"] = HttpStatusOf(r).first;
-      state->Answer(std::move(body), seq, i, many);
-      state->Finished();
-    });
+    pipeline_->Submit(std::move(submit),
+                      [state = state_, seq, i, many, modelscope](pipeline::RequestResult r) {
+                        nlohmann::json body = ResultBody(r, modelscope);
+                        if (r.outcome != scheduler::Outcome::kDone)
+                          body["status"] = HttpStatusOf(r).first;
+                        state->Answer(std::move(body), seq, i, many);
+                        state->Finished();
+                      });
   }
   std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->in_flight < kMaxInFlight) return true;

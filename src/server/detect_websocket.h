@@ -3,7 +3,8 @@
 //
 //   client → server  binary message: one encoded image (JPEG, PNG, WebP), with the options of
 //                    the upgrade URL's query; text message: a JSON body as POST /v1/detect takes
-//                    ({"image": base64, ...options} or {"images": [...]}), its options over the URL's
+//                    ({"image": base64, ...options} or {"images": [...]}), its options over the
+//                    URL's
 //   server → client  one text message per image: the /v1/detect result (or its error, with
 //                    "status") plus "seq" (the message's number on this socket, from 0) and, for
 //                    several images in one message, "index"

@@ -3,15 +3,16 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <variant>
 
 #include "common/process_memory.h"
 #include "scheduler/outcome.h"
-#include "server/http/listener.h"
-#include "server/result_json.h"
 #include "server/detect_call.h"
 #include "server/detect_websocket.h"
+#include "server/http/listener.h"
+#include "server/result_json.h"
 #include "server/web_ui.h"
 
 namespace mogserve::server {
@@ -49,7 +50,17 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
 }
 
 // The routes: exact paths, and "/ui" for everything under it. GET routes answer HEAD too.
-enum class Route { kDetect, kDetectWebSocket, kHealthz, kReadyz, kMetrics, kModels, kStats, kWebUi };
+enum class Route {
+  kDetect,
+  kDetectWebSocket,
+  kHealthz,
+  kReadyz,
+  kMetrics,
+  kModels,
+  kStats,
+  kEvents,
+  kWebUi
+};
 struct RouteEntry {
   const char* path;
   Route route;
@@ -63,6 +74,7 @@ constexpr RouteEntry kRoutes[] = {
     {"/metrics", Route::kMetrics, "GET"},
     {"/v1/models", Route::kModels, "GET"},
     {"/v1/stats", Route::kStats, "GET"},
+    {"/v1/events", Route::kEvents, "GET"},
     {"/", Route::kWebUi, "GET"},
 };
 
@@ -107,6 +119,26 @@ std::variant<WebSocketQuery, HttpError> ParseWebSocketQuery(
   DetectParams params;
   if (auto e = ParseDetectOptions(q.options, &params)) return *e;
   return q;
+}
+
+// GET /v1/events?interval_ms=N: 100..60000, default 1000.
+std::variant<std::chrono::milliseconds, HttpError> ParseEventsInterval(
+    const std::multimap<std::string, std::string>& query) {
+  std::chrono::milliseconds interval(1000);
+  for (const auto& [name, value] : query) {
+    int ms = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
+    if (name != "interval_ms") {
+      return HttpError{422, "invalid_parameter",
+                       "unknown parameter '" + name + "'; allowed: interval_ms"};
+    }
+    if (ec != std::errc() || end != value.data() + value.size() || ms < 100 || ms > 60000) {
+      return HttpError{422, "invalid_parameter",
+                       "interval_ms: '" + value + "' is not allowed; an integer from 100 to 60000"};
+    }
+    interval = std::chrono::milliseconds(ms);
+  }
+  return interval;
 }
 
 // The results of one HTTP request's images, answered when the last one ends.
@@ -168,9 +200,12 @@ HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
   listener.io_threads = options_.io_threads;
   http::HttpHandler* handler = this;
   listener_ = std::make_unique<http::Listener>(std::move(listener), handler);
+  events_ = std::make_unique<StatsEvents>([this] { return ToJsonLine(StatsJson()); });
 }
 
-HttpServer::~HttpServer() = default;
+HttpServer::~HttpServer() {
+  events_->Stop();
+}
 
 StatusOr<int> HttpServer::Bind() {
   return listener_->Bind();
@@ -183,6 +218,7 @@ void HttpServer::Serve() {
 void HttpServer::Stop() {
   if (stopped_.exchange(true)) return;
   listener_->Stop();
+  events_->Stop();  // ends the event streams, so their connections can close
 }
 
 void HttpServer::SetPipeline(pipeline::Pipeline* pipeline, std::vector<engine::Engine*> engines,
@@ -240,6 +276,18 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
     if (!ready()) return NotReady();
     if (auto e = CheckDetectContentType(head.Header("Content-Type"))) return Error(*e);
   }
+  if (route->route == Route::kEvents) {
+    auto interval = ParseEventsInterval(head.query);
+    if (auto* e = std::get_if<HttpError>(&interval)) return Error(*e);
+    if (events_->subscribers() >= StatsEvents::kMaxSubscribers) {
+      HttpResponse r =
+          http::JsonError(503, "too_many_subscribers",
+                          "/v1/events has " + std::to_string(StatsEvents::kMaxSubscribers) +
+                              " subscribers already");
+      r.SetHeader("Retry-After", "5");
+      return r;
+    }
+  }
   if (route->route == Route::kDetectWebSocket) {
     if (!ready()) return NotReady();
     auto query = ParseWebSocketQuery(head.query);
@@ -268,7 +316,20 @@ void HttpServer::Handle(HttpRequest request, http::Responder respond) {
     case Route::kModels:
       return respond(Models());
     case Route::kStats:
-      return respond(Stats());
+      return respond(JsonResponse(StatsJson()));
+    case Route::kEvents: {
+      HttpResponse head;
+      head.content_type = "text/event-stream";
+      head.SetHeader("Cache-Control", "no-cache");
+      head.SetHeader("X-Accel-Buffering", "no");  // nginx: pass events through unbuffered
+      std::shared_ptr<http::ResponseStream> stream = respond.Stream(std::move(head));
+      const auto interval = std::get<std::chrono::milliseconds>(ParseEventsInterval(request.query));
+      if (!events_->Subscribe(stream, interval)) {
+        stream->Write(": too many subscribers, or shutting down\n\n");
+        stream->End();
+      }
+      return;
+    }
     case Route::kWebUi:
       return respond(WebAssetResponse(request));
   }
@@ -329,8 +390,8 @@ void HttpServer::Detect(HttpRequest request, const http::Responder& respond) {
   }
   // The images' bytes stay counted against the in-flight budget until the answer: requests
   // still decoding hold them.
-  auto call = std::make_shared<DetectAnswer>(std::move(parsed.request), std::move(request.body_lease),
-                                           respond);
+  auto call = std::make_shared<DetectAnswer>(std::move(parsed.request),
+                                             std::move(request.body_lease), respond);
   for (size_t i = 0; i < submits.size(); ++i) {
     pipeline->Submit(std::move(submits[i]), call->Slot(i));
   }
@@ -366,7 +427,7 @@ HttpResponse HttpServer::Models() const {
   return JsonResponse({{"models", {m}}});
 }
 
-HttpResponse HttpServer::Stats() {
+nlohmann::json HttpServer::StatsJson() {
   const pipeline::Pipeline* pipeline = pipeline_.load();
   nlohmann::json stats =
       metrics_.Stats(pipeline, pipeline ? engines_ : std::vector<engine::Engine*>{});
@@ -380,7 +441,7 @@ HttpResponse HttpServer::Stats() {
   stats["process"] = {{"rss_bytes", memory.rss_bytes},
                       {"peak_rss_bytes", memory.peak_rss_bytes},
                       {"idle_rss_bytes", pipeline ? idle_rss_bytes_ : 0}};
-  return JsonResponse(stats);
+  return stats;
 }
 
 HttpResponse HttpServer::Metrics() {

@@ -9,6 +9,7 @@
 //   GET  /metrics     Prometheus text format
 //   GET  /v1/models   what runs: model, variant, device, precision, input policy, buffer plan
 //   GET  /v1/stats    JSON for the web UI's dashboard (and connections, memory)
+//   GET  /v1/events   the same, pushed as Server-Sent Events every ?interval_ms (stats_events.h)
 //   GET  /, /ui/...   the web UI
 // GET routes answer HEAD too; a known path with another method gets 405 with Allow.
 //
@@ -37,6 +38,7 @@
 #include "server/detect_request.h"
 #include "server/http/http_handler.h"
 #include "server/server_metrics.h"
+#include "server/stats_events.h"
 
 namespace mogserve::server {
 
@@ -101,13 +103,14 @@ class HttpServer : private http::HttpHandler {
   void Detect(http::HttpRequest request, const http::Responder& respond);
   http::HttpResponse Ready() const;
   http::HttpResponse Models() const;
-  http::HttpResponse Stats();
+  nlohmann::json StatsJson();
   http::HttpResponse Metrics();
   bool Authorized(const http::HttpRequest& head) const;
 
   ServerOptions options_;
   ServerMetrics metrics_;
   std::unique_ptr<http::Listener> listener_;
+  std::unique_ptr<StatsEvents> events_;  // GET /v1/events
   std::atomic<pipeline::Pipeline*> pipeline_{nullptr};
   std::vector<engine::Engine*> engines_;  // written once before pipeline_ is published
   ModelDescription model_;                // same

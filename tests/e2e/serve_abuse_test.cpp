@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "support/raw_http.h"
 #include "serve_support.h"
+#include "support/raw_http.h"
 
 namespace mogserve::e2e {
 namespace {

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "support/raw_http.h"
 #include "serve_support.h"
+#include "support/raw_http.h"
 
 namespace mogserve::e2e {
 namespace {
@@ -81,7 +81,8 @@ class WsClient {
     }
     const char mask[4] = {0x12, 0x34, 0x56, 0x78};
     frame.append(mask, 4);
-    for (size_t i = 0; i < payload.size(); ++i) frame += static_cast<char>(payload[i] ^ mask[i % 4]);
+    for (size_t i = 0; i < payload.size(); ++i)
+      frame += static_cast<char>(payload[i] ^ mask[i % 4]);
     return connection_.Send(frame);
   }
   // One whole frame (the server does not fragment): opcode and payload.
@@ -136,9 +137,8 @@ TEST_F(ServeWebSocketTest, EachPictureMessageGetsItsFacesWithItsSequenceNumber) 
   const std::vector<std::string> photos = {"grace_hopper.jpg", "sample1.jpg", "astronaut.png"};
   for (const std::string& photo : photos) ASSERT_TRUE(ws.SendBinary(PhotoBytes(photo)));
   // A JSON message with its own options, and a bad picture: answered in turn, socket open.
-  ASSERT_TRUE(
-      ws.SendText(json({{"image", Base64(PhotoBytes("sample2.jpg"))}, {"score_threshold", 0.3}})
-                      .dump()));
+  ASSERT_TRUE(ws.SendText(
+      json({{"image", Base64(PhotoBytes("sample2.jpg"))}, {"score_threshold", 0.3}}).dump()));
   ASSERT_TRUE(ws.SendBinary("not a picture"));
   ASSERT_TRUE(ws.SendText("{\"image\": 5}"));
   std::map<int64_t, json> answers;
@@ -210,7 +210,7 @@ TEST_F(ServeWebSocketTest, RefusedUpgradesAndOversizedMessages) {
     ASSERT_EQ(big.handshake_status(), 101);
     // One byte over --max-body-bytes: refused from the frame header (the rest is never read).
     big.SendBinary(std::string(2'000'001, 'x'));
-    EXPECT_EQ(big.ReadCloseCode(), 1009);        // "message too big"
+    EXPECT_EQ(big.ReadCloseCode(), 1009);  // "message too big"
   }
 }
 

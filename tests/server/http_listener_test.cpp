@@ -85,7 +85,8 @@ HttpResponse Text(std::string body) {
 // Echoes WebSocket messages; "pause" stops reading until the handler resumes 50 ms later.
 class EchoSocket : public WebSocketHandler {
  public:
-  EchoSocket(std::shared_ptr<WebSocketPeer> peer, Later* later) : peer_(std::move(peer)), later_(later) {}
+  EchoSocket(std::shared_ptr<WebSocketPeer> peer, Later* later)
+      : peer_(std::move(peer)), later_(later) {}
   bool OnMessage(std::string message, bool binary) override {
     peer_->Send("echo:" + message, binary);
     if (message != "pause") return true;
@@ -127,6 +128,16 @@ class ScriptedHandler : public HttpHandler {
       return;
     }
     if (request.path == "/drop") return;
+    if (request.path == "/stream") {  // three pieces from another thread, then the end
+      HttpResponse head;
+      head.content_type = "text/plain";
+      std::shared_ptr<ResponseStream> stream = respond.Stream(std::move(head));
+      for (int i = 0; i < 3; ++i) {
+        later_.Run(milliseconds(10 * i),
+                   [stream, i] { stream->Write("piece" + std::to_string(i)); });
+      }
+      return later_.Run(milliseconds(40), [stream] { stream->End(); });
+    }
     respond(JsonError(404, "not_found", request.path));
   }
   std::unique_ptr<WebSocketHandler> AcceptWebSocket(const HttpRequest& head,
@@ -248,6 +259,27 @@ TEST_F(ListenerTest, ARefusalFromTheHeaderAndADroppedAnswer) {
   EXPECT_EQ(echo->body, "GET ");
 }
 
+TEST_F(ListenerTest, StreamedAnswersAreChunkedAndTheConnectionGoesOn) {
+  Start();
+  RawConnection conn(port_);
+  ASSERT_TRUE(conn.Send(GetRequest("/stream") + GetRequest("/echo")));
+  const auto head = conn.ReadResponseHead(seconds(5));
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+  EXPECT_EQ(head->Header("transfer-encoding"), "chunked");
+  for (int i = 0; i < 3; ++i) {
+    const auto chunk = conn.ReadChunk(seconds(5));
+    ASSERT_TRUE(chunk);
+    EXPECT_EQ(*chunk, "piece" + std::to_string(i));
+  }
+  const auto last = conn.ReadChunk(seconds(5));
+  ASSERT_TRUE(last);
+  EXPECT_EQ(*last, "");
+  const auto echo = conn.ReadResponse(seconds(5));  // the pipelined request after it
+  ASSERT_TRUE(echo);
+  EXPECT_EQ(echo->body, "GET ");
+}
+
 TEST_F(ListenerTest, AtTheCapIdleConnectionsMakeRoomAndBusyOnesDoNot) {
   HttpLimits limits;
   limits.max_connections = 3;
@@ -323,8 +355,8 @@ TEST_F(ListenerTest, WebSocketEchoesWithBackpressureAndClosesAtStop) {
   ASSERT_EQ(upgraded->status, 101);
   // Masked text frames (RFC 6455 §5.3) with a zero mask: the payload is sent as is.
   const auto frame = [](const std::string& text) {
-    return std::string(1, '\x81') + static_cast<char>(0x80 | text.size()) +
-           std::string(4, '\0') + text;
+    return std::string(1, '\x81') + static_cast<char>(0x80 | text.size()) + std::string(4, '\0') +
+           text;
   };
   ASSERT_TRUE(conn.Send(frame("a") + frame("pause") + frame("b")));
   std::vector<std::string> got;

@@ -103,6 +103,35 @@ bool RawConnection::Readable(std::chrono::milliseconds wait) {
 
 std::optional<RawResponse> RawConnection::ReadResponse(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
+  std::optional<RawResponse> r = ReadResponseHead(timeout);
+  if (!r) return std::nullopt;
+  const std::string length = r->Header("content-length");
+  const size_t body_size = r->status < 200 || length.empty() ? 0 : std::stoul(length);
+  while (buffer_.size() < body_size) {
+    if (!Fill(deadline)) return std::nullopt;
+  }
+  r->body = buffer_.substr(0, body_size);
+  buffer_.erase(0, body_size);
+  return r;
+}
+
+std::optional<std::string> RawConnection::ReadChunk(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  size_t eol;
+  while ((eol = buffer_.find("\r\n")) == std::string::npos) {
+    if (!Fill(deadline)) return std::nullopt;
+  }
+  const size_t size = std::stoul(buffer_.substr(0, eol), nullptr, 16);
+  while (buffer_.size() < eol + 2 + size + 2) {
+    if (!Fill(deadline)) return std::nullopt;
+  }
+  std::string data = buffer_.substr(eol + 2, size);
+  buffer_.erase(0, eol + 2 + size + 2);  // the last chunk has no trailer fields here
+  return data;
+}
+
+std::optional<RawResponse> RawConnection::ReadResponseHead(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
   size_t end;
   while ((end = buffer_.find("\r\n\r\n")) == std::string::npos) {
     if (!Fill(deadline)) return std::nullopt;
@@ -124,14 +153,7 @@ std::optional<RawResponse> RawConnection::ReadResponse(std::chrono::milliseconds
     }
     line_end = next;
   }
-  const size_t body_start = end + 4;
-  const std::string length = r.Header("content-length");
-  const size_t body_size = r.status < 200 || length.empty() ? 0 : std::stoul(length);
-  while (buffer_.size() < body_start + body_size) {
-    if (!Fill(deadline)) return std::nullopt;
-  }
-  r.body = buffer_.substr(body_start, body_size);
-  buffer_.erase(0, body_start + body_size);
+  buffer_.erase(0, end + 4);
   return r;
 }
 

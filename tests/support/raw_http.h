@@ -42,6 +42,11 @@ class RawConnection {
   // One response: status line, headers, and a Content-Length body (a 1xx has none); nullopt
   // when it does not arrive whole within `timeout` or the connection closes first.
   std::optional<RawResponse> ReadResponse(std::chrono::milliseconds timeout);
+  // The status line and headers of a response whose body is read in chunks (below).
+  std::optional<RawResponse> ReadResponseHead(std::chrono::milliseconds timeout);
+  // The data of the next chunk of a chunked body: "" for the last chunk, nullopt when it does
+  // not arrive within `timeout`.
+  std::optional<std::string> ReadChunk(std::chrono::milliseconds timeout);
   // Exactly `n` bytes (what a response or frame header said would follow); nullopt when they do
   // not arrive within `timeout`.
   std::optional<std::string> ReadExactly(size_t n, std::chrono::milliseconds timeout);

@@ -55,28 +55,22 @@ std::string Seconds(std::chrono::milliseconds ms) {
 
 }  // namespace
 
-// The shared state behind a Responder: answers once, on the connection's strand; keeps the
-// io_context running while the answer is pending; a 500 if it is never given.
-struct ResponderState {
-  explicit ResponderState(std::shared_ptr<Connection> c)
-      : connection(std::move(c)),
-        work(net::prefer(connection->socket_.get_executor(),
-                         net::execution::outstanding_work.tracked)) {}
-  ~ResponderState() {
-    if (!answered.load()) {
-      Answer(JsonError(500, "internal", "the server produced no answer for this request"));
-    }
-  }
-  void Answer(HttpResponse response) {
-    if (answered.exchange(true)) return;
-    net::post(connection->socket_.get_executor(),
-              [c = connection, r = std::move(response)]() mutable { c->Send(std::move(r)); });
-  }
+ResponderState::ResponderState(std::shared_ptr<Connection> c)
+    : connection(std::move(c)),
+      work(net::prefer(connection->socket_.get_executor(),
+                       net::execution::outstanding_work.tracked)) {}
 
-  std::shared_ptr<Connection> connection;
-  net::any_io_executor work;
-  std::atomic<bool> answered{false};
-};
+ResponderState::~ResponderState() {
+  if (!answered.load()) {
+    Answer(JsonError(500, "internal", "the server produced no answer for this request"));
+  }
+}
+
+void ResponderState::Answer(HttpResponse response) {
+  if (answered.exchange(true)) return;
+  net::post(connection->socket_.get_executor(),
+            [c = connection, r = std::move(response)]() mutable { c->Send(std::move(r)); });
+}
 
 void Responder::operator()(HttpResponse response) const {
   state_->Answer(std::move(response));
@@ -207,6 +201,7 @@ void Connection::OnHeader(error_code ec) {
   head.started = started_;
   record_ = {head.method, head.path, remote_addr_};
   keep_alive_ = WantsKeepAlive(head);
+  request_version_ = head.version;
   if (std::optional<HttpResponse> refusal = context_->handler->Screen(head)) {
     if (parser_->has_body()) refusal->close = true;  // its body stays unread
     return Send(std::move(*refusal));
@@ -354,6 +349,7 @@ void Connection::Linger() {
 void Connection::Close() {
   if (closed_) return;
   closed_ = true;
+  stream_open_.store(false);
   SetPhase(ConnectionPhase::kClosing);
   Disarm();
   error_code ignored;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -65,6 +66,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   friend struct ResponderState;
   friend class ConnectionWebSocketPeer;
+  friend class ConnectionResponseStream;
+  friend class Responder;
   enum class Deadline { kNone, kIdle, kHeader, kBody, kWrite, kLinger };
 
   void SetPhase(ConnectionPhase phase);
@@ -84,6 +87,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void CloseGracefully();
   void Linger();
   void Close();
+
+  // Streamed answers (connection_stream.cpp), on the strand.
+  void StartStream(HttpResponse head);
+  void QueueStreamPiece(std::string piece);
+  void EndStream();
+  void WriteStream();
 
   // WebSocket (connection_websocket.cpp), on the strand.
   static bool IsWebSocketUpgrade(const HttpRequest& head);
@@ -117,6 +126,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ExchangeRecord record_;           // the exchange in flight, for HttpHandler::OnExchange
   Clock::time_point started_;
 
+  int request_version_ = 11;  // of the request being answered
+
+  // Streamed answer, on the strand.
+  std::deque<std::string> stream_queue_;
+  bool stream_chunked_ = false;
+  bool stream_writing_ = false;
+  bool stream_ending_ = false;
+  bool stream_close_ = false;             // close after it
+  std::atomic<bool> stream_open_{false};  // read by the stream's holder on other threads
+
   // WebSocket state, on the strand; ws_ is declared after socket_, so it goes first.
   struct QueuedMessage {
     std::string text;
@@ -129,8 +148,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool ws_writing_ = false;
   bool ws_paused_ = false;
   bool ws_close_requested_ = false;
-  std::atomic<bool> ws_closed_{false};    // read by peers on other threads
+  std::atomic<bool> ws_closed_{false};   // read by peers on other threads
   std::shared_ptr<Connection> ws_hold_;  // self, while paused (no read pending)
+};
+
+// The shared state behind a Responder: answers once, on the connection's strand; keeps the
+// event loop running while the answer is pending; a 500 if it is never given.
+struct ResponderState {
+  explicit ResponderState(std::shared_ptr<Connection> c);
+  ~ResponderState();
+  void Answer(HttpResponse response);
+
+  std::shared_ptr<Connection> connection;
+  boost::asio::any_io_executor work;
+  std::atomic<bool> answered{false};
 };
 
 }  // namespace mogserve::server::http

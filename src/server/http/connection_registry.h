@@ -53,7 +53,7 @@ class ConnectionRegistry {
   mutable std::mutex mu_;
   std::list<Connection*> connections_;  // guarded by mu_
   ConnectionCounters counters_;         // guarded by mu_
-  int64_t closing_displaced_ = 0;        // displaced, not yet removed; guarded by mu_
+  int64_t closing_displaced_ = 0;       // displaced, not yet removed; guarded by mu_
 };
 
 }  // namespace mogserve::server::http

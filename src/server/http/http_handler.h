@@ -18,10 +18,29 @@ struct ResponderState;
 // The one answer to one request. Copyable (copies share the answer); callable from any thread;
 // the first call sends, later calls are ignored. If every copy is dropped unanswered, the client
 // gets a 500 (a request is never left hanging). Keeps the server's I/O running until answered.
+// An answer sent in pieces, as they come (chunked transfer coding): Server-Sent Events, JSON
+// lines, MJPEG. Thread-safe; pieces go out in order.
+class ResponseStream {
+ public:
+  virtual ~ResponseStream() = default;
+  // Queues a piece. False once the client is gone, or when it leaves more than kMaxQueued
+  // pieces unsent (the connection is then closed: a client that does not read is dropped).
+  virtual bool Write(std::string piece) = 0;
+  // Ends the answer; the connection then reads its next request.
+  virtual void End() = 0;
+  // False once the client is gone or the stream ended.
+  virtual bool open() const = 0;
+
+  static constexpr size_t kMaxQueued = 256;
+};
+
 class Responder {
  public:
   explicit Responder(std::shared_ptr<ResponderState> state) : state_(std::move(state)) {}
   void operator()(HttpResponse response) const;
+  // Answers with a stream instead: `head` gives the status, content type and headers (its body
+  // is ignored). Counts as the answer; the connection stays in the exchange until End().
+  std::shared_ptr<ResponseStream> Stream(HttpResponse head) const;
 
  private:
   std::shared_ptr<ResponderState> state_;
