@@ -56,20 +56,29 @@ LoadResult RunClosedLoop(int concurrency, double seconds, double warmup_seconds,
   const auto end = measure_from + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(seconds));
   std::atomic<uint64_t> next{0};
+  std::atomic<int> served{0};
   Tally tally;
   std::vector<std::thread> clients;
   for (int c = 0; c < concurrency; ++c) {
     clients.emplace_back([&] {
+      bool counted = false;
       while (Clock::now() < end) {
         const Clock::time_point t = Clock::now();
         const bool ok = send(next++);
-        // Counted when it started and ended inside the window.
-        if (t >= measure_from && Clock::now() <= end) tally.Add(ok, MsSince(t));
+        const Clock::time_point done = Clock::now();
+        if (done < measure_from || done > end) continue;  // ended outside the window
+        tally.Add(ok, MsSince(t));
+        if (ok && !counted) {
+          counted = true;
+          served.fetch_add(1);
+        }
       }
     });
   }
   for (std::thread& t : clients) t.join();
-  return tally.Finish(seconds);
+  LoadResult r = tally.Finish(seconds);
+  r.clients_served = served.load();
+  return r;
 }
 
 LoadResult RunOpenLoop(double rate_per_s, double seconds, int max_in_flight,

@@ -22,9 +22,15 @@ struct LoadResult {
   int64_t failed = 0;
   double throughput_per_s = 0;  // ok / seconds
   LatencyStats latency;         // successful requests only
+  // Closed loop: the clients that completed at least one request in the window (a server that
+  // serves some clients and starves the others shows it here, not in the latencies); -1 for
+  // the open loop.
+  int clients_served = -1;
 };
 
-// `concurrency` clients for `seconds`; the first `warmup_seconds` are not counted.
+// `concurrency` clients for `seconds`; the first `warmup_seconds` are not counted. Every request
+// that ends inside the window counts (with its whole latency, also when it started before the
+// window): the steady-state throughput, even when a round trip is a large part of the window.
 LoadResult RunClosedLoop(int concurrency, double seconds, double warmup_seconds,
                          const SendFunction& send);
 

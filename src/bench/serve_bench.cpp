@@ -227,17 +227,22 @@ std::string ServeBenchMarkdown(const ServeBenchReport& r) {
                 r.machine.c_str(), r.http_saturation_per_s, r.in_process_saturation_per_s,
                 r.saturation_ratio, r.http_overhead_ms_at_c1);
   out += line;
-  out += "| target | load | offered img/s | img/s | p50 ms | p95 ms | p99 ms | failed |\n";
-  out += "|---|---|---:|---:|---:|---:|---:|---:|\n";
+  out +=
+      "| target | load | offered img/s | img/s | p50 ms | p95 ms | p99 ms | failed | clients "
+      "served |\n";
+  out += "|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const ServeBenchRow& row : r.rows) {
-    const std::string load =
-        row.mode == "closed" ? "closed, c=" + std::to_string(row.concurrency) : "open (Poisson)";
-    std::snprintf(line, sizeof(line), "| %s | %s | %s | %.2f | %.1f | %.1f | %.1f | %lld |\n",
+    const bool closed = row.mode == "closed";
+    const std::string load = closed ? "closed, c=" + std::to_string(row.concurrency) : "open (Poisson)";
+    const std::string served = closed ? std::to_string(row.result.clients_served) + "/" +
+                                            std::to_string(row.concurrency)
+                                      : "—";
+    std::snprintf(line, sizeof(line), "| %s | %s | %s | %.2f | %.1f | %.1f | %.1f | %lld | %s |\n",
                   row.target.c_str(), load.c_str(),
-                  row.mode == "open" ? std::to_string(row.offered_per_s).substr(0, 6).c_str() : "—",
+                  closed ? "—" : std::to_string(row.offered_per_s).substr(0, 6).c_str(),
                   row.result.throughput_per_s, row.result.latency.median_ms,
                   row.result.latency.p95_ms, row.result.latency.p99_ms,
-                  static_cast<long long>(row.result.failed));
+                  static_cast<long long>(row.result.failed), served.c_str());
     out += line;
   }
   return out;
@@ -256,6 +261,7 @@ std::string ServeBenchJson(const ServeBenchReport& r) {
                     {"ok", row.result.ok},
                     {"failed", row.result.failed},
                     {"throughput_per_s", row.result.throughput_per_s},
+                    {"clients_served", row.result.clients_served},
                     {"latency_ms",
                      {{"mean", l.mean_ms},
                       {"p50", l.median_ms},

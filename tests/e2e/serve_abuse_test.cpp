@@ -41,28 +41,17 @@ std::string CheckProber(HealthProber& prober) {
 class ServeAbuseTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TempDir();
+    dir_ = std::make_unique<TempDir>();
     std::ofstream(*dir_ / "key") << kKey << "\n";
-    server_ = new ServeProcess();
-    if (!server_->Start({"--api-key-file", *dir_ / "key", "--header-timeout", "2", "--body-timeout",
-                         "2", "--idle-timeout", "60", "--max-body-bytes",
-                         std::to_string(kMaxBodyBytes), "--max-body-bytes-in-flight",
-                         std::to_string(kBodiesInFlight), "--plan-batch-sizes", "1",
-                         "--max-batch-size", "2", "--access-log", "off"}) ||
-        !server_->WaitReady()) {
-      delete server_;
-      server_ = nullptr;
-    }
+    server_ = StartSharedServer(
+        {"--api-key-file", *dir_ / "key", "--header-timeout", "2", "--body-timeout", "2",
+         "--idle-timeout", "60", "--max-body-bytes", std::to_string(kMaxBodyBytes),
+         "--max-body-bytes-in-flight", std::to_string(kBodiesInFlight), "--plan-batch-sizes",
+         "1", "--max-batch-size", "2", "--access-log", "off"});
   }
   static void TearDownTestSuite() {
-    if (server_ != nullptr) {
-      const ProcessResult r = server_->Stop();
-      EXPECT_EQ(r.exit_code, 0) << r.Describe();
-    }
-    delete server_;
-    delete dir_;
-    server_ = nullptr;
-    dir_ = nullptr;
+    StopSharedServer(server_);
+    dir_.reset();
   }
   void SetUp() override {
     ASSERT_NE(server_, nullptr) << "the server did not start";
@@ -93,13 +82,13 @@ class ServeAbuseTest : public ::testing::Test {
   }
   void ResetPeak() { PeakGrowth(); }
 
-  static TempDir* dir_;
-  static ServeProcess* server_;
+  static std::unique_ptr<TempDir> dir_;
+  static std::unique_ptr<ServeProcess> server_;
   std::unique_ptr<HealthProber> prober_;
   int64_t baseline_rss_ = 0;
 };
-TempDir* ServeAbuseTest::dir_ = nullptr;
-ServeProcess* ServeAbuseTest::server_ = nullptr;
+std::unique_ptr<TempDir> ServeAbuseTest::dir_;
+std::unique_ptr<ServeProcess> ServeAbuseTest::server_;
 
 TEST_F(ServeAbuseTest, JsonNested100000DeepIsRefusedWhileParsing) {
   const std::string image = Base64(PhotoBytes("grace_hopper.jpg"));

@@ -67,6 +67,19 @@ const PhotoTruth& Photo(const std::string& name) {
 
 }  // namespace
 
+std::unique_ptr<ServeProcess> StartSharedServer(const std::vector<std::string>& args) {
+  auto server = std::make_unique<ServeProcess>();
+  if (!server->Start(args) || !server->WaitReady()) return nullptr;
+  return server;
+}
+
+void StopSharedServer(std::unique_ptr<ServeProcess>& server) {
+  if (server == nullptr) return;
+  const ProcessResult r = server->Stop();
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  server.reset();
+}
+
 bool ServeProcess::Start(const std::vector<std::string>& args, const ProcessOptions& options,
                          bool add_port_flag) {
   std::vector<std::string> full = {"serve", "--model-dir", TestModelDir()};

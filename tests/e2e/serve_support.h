@@ -48,6 +48,12 @@ class ServeProcess {
   int port_ = 0;
 };
 
+// A server shared by the tests of one suite (call from SetUpTestSuite / TearDownTestSuite):
+// started with `args` and waited ready, or null (with a failure recorded) when it does not
+// come up; stopped with SIGTERM, expecting exit code 0.
+std::unique_ptr<ServeProcess> StartSharedServer(const std::vector<std::string>& args);
+void StopSharedServer(std::unique_ptr<ServeProcess>& server);
+
 // The photos of tests/data/photos as bytes (read once).
 const std::string& PhotoBytes(const std::string& name);
 

@@ -72,23 +72,12 @@ class ServeApiTest : public ::testing::Test {
   static constexpr int64_t kMaxPixels = 4'000'000;
 
   static void SetUpTestSuite() {
-    server_ = new ServeProcess();
-    if (!server_->Start({"--plan-batch-sizes", "1,2", "--max-batch-size", "4", "--max-images",
-                         std::to_string(kMaxImages), "--max-body-bytes",
-                         std::to_string(kMaxBodyBytes), "--max-pixels",
-                         std::to_string(kMaxPixels)}) ||
-        !server_->WaitReady()) {
-      delete server_;
-      server_ = nullptr;
-    }
+    server_ = StartSharedServer({"--plan-batch-sizes", "1,2", "--max-batch-size", "4",
+                                 "--max-images", std::to_string(kMaxImages), "--max-body-bytes",
+                                 std::to_string(kMaxBodyBytes), "--max-pixels",
+                                 std::to_string(kMaxPixels)});
   }
-  static void TearDownTestSuite() {
-    if (server_ == nullptr) return;
-    const ProcessResult r = server_->Stop();
-    EXPECT_EQ(r.exit_code, 0) << r.Describe();
-    delete server_;
-    server_ = nullptr;
-  }
+  static void TearDownTestSuite() { StopSharedServer(server_); }
   void SetUp() override {
     ASSERT_NE(server_, nullptr) << "the server did not start";
     client_ = server_->NewClient();
@@ -99,10 +88,10 @@ class ServeApiTest : public ::testing::Test {
     return client_->Post(("/v1/detect" + query).c_str(), bytes, type.c_str());
   }
 
-  static ServeProcess* server_;
+  static std::unique_ptr<ServeProcess> server_;
   std::unique_ptr<httplib::Client> client_;
 };
-ServeProcess* ServeApiTest::server_ = nullptr;
+std::unique_ptr<ServeProcess> ServeApiTest::server_;
 
 TEST_F(ServeApiTest, HealthReadinessModelsStatsAndMetricsEndpoints) {
   {

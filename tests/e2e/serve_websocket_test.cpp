@@ -110,26 +110,14 @@ class WsClient {
 class ServeWebSocketTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    server_ = new ServeProcess();
-    if (!server_->Start({"--api-key", "k", "--plan-batch-sizes", "1,2", "--max-batch-size", "4",
-                         "--max-body-bytes", "2000000"}) ||
-        !server_->WaitReady()) {
-      delete server_;
-      server_ = nullptr;
-    }
+    server_ = StartSharedServer({"--api-key", "k", "--plan-batch-sizes", "1,2",
+                                 "--max-batch-size", "4", "--max-body-bytes", "2000000"});
   }
-  static void TearDownTestSuite() {
-    if (server_ != nullptr) {
-      const ProcessResult r = server_->Stop();
-      EXPECT_EQ(r.exit_code, 0) << r.Describe();
-    }
-    delete server_;
-    server_ = nullptr;
-  }
+  static void TearDownTestSuite() { StopSharedServer(server_); }
   void SetUp() override { ASSERT_NE(server_, nullptr) << "the server did not start"; }
-  static ServeProcess* server_;
+  static std::unique_ptr<ServeProcess> server_;
 };
-ServeProcess* ServeWebSocketTest::server_ = nullptr;
+std::unique_ptr<ServeProcess> ServeWebSocketTest::server_;
 
 TEST_F(ServeWebSocketTest, EachPictureMessageGetsItsFacesWithItsSequenceNumber) {
   WsClient ws(server_->port(), "/v1/detect/ws?max_faces=5", "k");
