@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-#include "model/conv_layer.h"
+#include "engine/torch/torch_ops.h"
 
 namespace mogserve::engine {
 
@@ -23,7 +23,7 @@ ConvPeak MeasureConv3x3Peak(double seconds, Precision precision) {
                              .contiguous(at::MemoryFormat::ChannelsLast);
     const at::Tensor b = at::zeros({kChannels}, dtype);
     const int64_t stride[2] = {1, 1}, padding[2] = {1, 1}, dilation[2] = {1, 1};
-    auto run = [&] { return model::Convolve(x, w, b, stride, padding, dilation, 1); };
+    auto run = [&] { return torch_backend::Convolve(x, w, b, stride, padding, dilation, 1); };
     run();  // oneDNN creates its primitive on the first call
     const double flops = 2.0 * batch * kChannels * kChannels * 9 * kSide * kSide;
     const auto deadline =
