@@ -44,15 +44,16 @@ void Conv(const LayerPlan& plan, int index, const PreparedConv& w,
       for (int ky = 0; ky < k; ++ky) {
         for (int kx = 0; kx < k; ++kx) {
           const double wv = w.weight.values[((static_cast<size_t>(o) * ipg + i) * k + ky) * k + kx];
+          // The output columns whose input column x·s + shift lies inside the map.
+          const int shift = kx * op.dilation - pad.left;
+          const int x_lo = std::max(0, (-shift + op.stride - 1) / op.stride);
+          const int x_hi = std::min(os.width, (is.width - shift + op.stride - 1) / op.stride);
           for (int y = 0; y < os.height; ++y) {
             const int iy = y * op.stride - pad.top + ky * op.dilation;
             if (iy < 0 || iy >= is.height) continue;
-            const double* row = src + static_cast<size_t>(iy) * is.width;
+            const double* row = src + static_cast<size_t>(iy) * is.width + shift;
             double* out_row = dst + static_cast<size_t>(y) * os.width;
-            for (int x = 0; x < os.width; ++x) {
-              const int ix = x * op.stride - pad.left + kx * op.dilation;
-              if (ix >= 0 && ix < is.width) out_row[x] += wv * row[ix];
-            }
+            for (int x = x_lo; x < x_hi; ++x) out_row[x] += wv * row[x * op.stride];
           }
         }
       }
