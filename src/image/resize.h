@@ -9,6 +9,10 @@ namespace mogserve::image {
 // reductions do not alias; plain bilinear with half-pixel centres when enlarging.
 Image Resize(const Image& src, int dst_width, int dst_height);
 
+// How a picture is scaled to its content size: Resize() above, or cv2.resize's INTER_LINEAR by
+// the factor 1 / to_source_x on both axes (opencv_resize.h; the modelscope input policy).
+enum class ResizeFilter { kAntialiased, kOpenCvLinear };
+
 // Where an image sits inside a canvas after letterboxing: top-left anchored, scaled by the same
 // factor on both axes, the rest of the canvas filled with zeros (padding only right/bottom).
 struct Letterbox {
@@ -19,7 +23,15 @@ struct Letterbox {
   // Multiply canvas pixel coordinates by these to get coordinates in the original picture.
   double to_source_x = 1.0;
   double to_source_y = 1.0;
+  ResizeFilter filter = ResizeFilter::kAntialiased;
+  // The original picture's size (0 when unknown: content x to_source then stands for it).
+  int source_width = 0;
+  int source_height = 0;
 };
+
+// `src` scaled to box.content_width x box.content_height with box.filter (a copy when the sizes
+// already match).
+Image ScaleToContent(const Image& src, const Letterbox& box);
 
 // The geometry for fitting a source of source_width x source_height into the canvas keeping the
 // aspect ratio. content sizes are round(side * scale), at least 1.

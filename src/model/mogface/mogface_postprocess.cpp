@@ -99,8 +99,12 @@ std::vector<Detection> MogFaceDetections(std::span<const float> conf, std::span<
   std::vector<Detection> faces =
       PostprocessMogFace(conf, loc, anchors, static_cast<float>(scale_x), post);
   const float fix_y = static_cast<float>(letterbox.to_source_y * scale_x);
-  const float source_w = static_cast<float>(letterbox.content_width * letterbox.to_source_x);
-  const float source_h = static_cast<float>(letterbox.content_height * letterbox.to_source_y);
+  const float source_w = static_cast<float>(letterbox.source_width > 0
+                                                ? letterbox.source_width
+                                                : letterbox.content_width * letterbox.to_source_x);
+  const float source_h = static_cast<float>(letterbox.source_height > 0
+                                                ? letterbox.source_height
+                                                : letterbox.content_height * letterbox.to_source_y);
   for (Detection& d : faces) {
     d.y1 *= fix_y;
     d.y2 *= fix_y;
