@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -52,19 +55,47 @@ inline Golden ReadGolden(const std::string& stem) {
   return g;
 }
 
-// The reference's post-processed faces, in order, within the given tolerances.
+// The reference's post-processed faces, in order, within the given tolerances. Faces whose
+// scores agree within `score` may trade places with a neighbour up to 4 ranks away (a near tie
+// that FP32 rounding ordered differently); each is matched once.
 inline void ExpectReferenceFaces(const Golden& g, const std::vector<Detection>& faces,
                                  float box_px, float score) {
   const nlohmann::json& boxes = g.meta["detections"]["boxes"];
   const nlohmann::json& scores = g.meta["detections"]["scores"];
   ASSERT_EQ(faces.size(), boxes.size());
   ASSERT_GT(faces.size(), 0u);
-  for (size_t i = 0; i < faces.size(); ++i) {
-    EXPECT_NEAR(faces[i].score, scores[i].get<float>(), score) << "face " << i;
-    const float expected[4] = {boxes[i][0], boxes[i][1], boxes[i][2], boxes[i][3]};
+  auto matches = [&](size_t i, size_t j) {
+    if (std::abs(faces[i].score - scores[j].get<float>()) > score) return false;
+    const float expected[4] = {boxes[j][0], boxes[j][1], boxes[j][2], boxes[j][3]};
     const float got[4] = {faces[i].x1, faces[i].y1, faces[i].x2, faces[i].y2};
-    for (int k = 0; k < 4; ++k) EXPECT_NEAR(got[k], expected[k], box_px) << "face " << i;
+    for (int k = 0; k < 4; ++k) {
+      if (std::abs(got[k] - expected[k]) > box_px) return false;
+    }
+    return true;
+  };
+  constexpr size_t kWindow = 4;
+  std::vector<bool> used(boxes.size(), false);
+  size_t swapped = 0;
+  for (size_t i = 0; i < faces.size(); ++i) {
+    size_t found = boxes.size();
+    for (size_t j = i >= kWindow ? i - kWindow : 0; j < std::min(boxes.size(), i + kWindow + 1);
+         ++j) {
+      if (!used[j] && matches(i, j)) {
+        found = j;
+        break;
+      }
+    }
+    if (found == boxes.size()) {
+      ADD_FAILURE() << "face " << i << " (score " << faces[i].score << ", box [" << faces[i].x1
+                    << ", " << faces[i].y1 << ", " << faces[i].x2 << ", " << faces[i].y2
+                    << "]) matches no reference face within 4 ranks; reference " << i << ": "
+                    << scores[i].dump() << " " << boxes[i].dump();
+      continue;
+    }
+    used[found] = true;
+    swapped += found != i;
   }
+  if (swapped > 0) std::printf("  %zu faces matched a near-tied neighbour's rank\n", swapped);
 }
 
 }  // namespace mogserve::golden

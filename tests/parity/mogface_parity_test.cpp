@@ -3,11 +3,17 @@
 // tests/reference/make_golden.sh writes before these tests run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 
 #include "engine/engine.h"
 #include "golden.h"
+#include "image/decode.h"
 #include "model/mogface/mogface_postprocess.h"
+#include "pipeline/prepared_image.h"
+#include "pipeline/shape_buckets.h"
 
 namespace mogserve::model::mogface {
 namespace {
@@ -150,6 +156,76 @@ TEST(MogFaceParity, CheckpointFormatsGiveIdenticalOutputs) {
     EXPECT_EQ(outs[0].scores, outs[i].scores);
     EXPECT_EQ(outs[0].box_encodings, outs[i].box_encodings);
   }
+}
+
+// --input-policy modelscope against ModelScope's steps in the reference (modelscope_golden.py):
+// exact size, cv2.resize over 1500 px, boxes divided by its factor. mogserve clips boxes to the
+// picture (ModelScope does not): the reference's are clipped the same way here.
+void CheckModelScopePolicy(const std::string& stem, const std::string& photo, int crop_x,
+                           int crop_y) {
+  SCOPED_TRACE(stem);
+  std::ifstream json_file(GoldenPath(stem + ".json"));
+  nlohmann::json meta = nlohmann::json::parse(json_file);
+  const int width = meta["image"]["width"], height = meta["image"]["height"];
+  auto bytes = ReadFileBytes(std::string(MOGSERVE_TEST_DATA_DIR) + "/photos/" + photo);
+  ASSERT_TRUE(bytes.ok());
+  const pipeline::ShapeBuckets buckets = pipeline::ShapeBuckets::ModelScope(32);
+  pipeline::PreparedImage prepared;
+  if (crop_x < 0) {  // the whole photo, bytes to canvas as the pipeline prepares it
+    auto p = pipeline::PrepareImage(*bytes, buckets, {});
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    prepared = std::move(*p);
+  } else {  // a crop of the decoded photo: an odd size
+    auto decoded = image::Decode(*bytes, {});
+    ASSERT_TRUE(decoded.ok());
+    image::Image crop(width, height);
+    for (int y = 0; y < height; ++y) {
+      std::memcpy(crop.pixel(0, y), decoded->image.pixel(crop_x, crop_y + y), width * 3);
+    }
+    const pipeline::ShapeBuckets::Placement placed = buckets.Place(width, height);
+    prepared.bucket = placed.bucket;
+    prepared.letterbox = placed.letterbox;
+    prepared.canvas = image::RenderLetterbox(crop, placed.letterbox);
+  }
+  EXPECT_EQ(prepared.canvas.width, meta["input_hw"][1].get<int>());
+  EXPECT_EQ(prepared.canvas.height, meta["input_hw"][0].get<int>());
+  const std::unique_ptr<engine::Engine> e = Load("R50.safetensors", Precision::kFp32);
+  ASSERT_TRUE(e);
+  engine::CanvasBatch batch;
+  batch.width = buckets.shape(prepared.bucket).width;
+  batch.height = buckets.shape(prepared.bucket).height;
+  batch.canvases = {prepared.canvas.data.data()};
+  batch.geometry = {prepared.letterbox};
+  auto out = e->Forward(batch);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  DetectOptions options = e->default_detect_options();
+  options.score_threshold = meta["postprocess"]["score_threshold"];
+  const std::vector<Detection> faces = e->Postprocess(*out, 0, prepared.letterbox, options);
+  nlohmann::json& boxes = meta["detections"]["boxes"];
+  nlohmann::json kept_boxes = nlohmann::json::array(), kept_scores = nlohmann::json::array();
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    std::array<float, 4> b;
+    for (int k = 0; k < 4; ++k) {
+      b[k] = std::clamp(boxes[i][k].get<float>(), 0.0f, static_cast<float>(k % 2 ? height : width));
+    }
+    if (b[2] > b[0] && b[3] > b[1]) {
+      kept_boxes.push_back(b);
+      kept_scores.push_back(meta["detections"]["scores"][i]);
+    }
+  }
+  Golden g;
+  g.meta["detections"] = {{"boxes", kept_boxes}, {"scores", kept_scores}};
+  std::printf("%s: %zu faces (reference %zu before clipping)\n", stem.c_str(), faces.size(),
+              boxes.size());
+  golden::ExpectReferenceFaces(g, faces, /*box_px=*/0.01f, /*score=*/1e-4f);
+}
+
+TEST(MogFaceParity, ModelScopePolicyOnAnOddSizedPicture) {
+  CheckModelScopePolicy("modelscope_odd", "grace_hopper.jpg", 3, 1);
+}
+
+TEST(MogFaceParity, ModelScopePolicyOnAPhotoResizedByCv2) {
+  CheckModelScopePolicy("modelscope_resized", "sample1.jpg", -1, -1);
 }
 
 }  // namespace

@@ -93,8 +93,15 @@ std::vector<Detection> MogFaceDetections(std::span<const float> conf, std::span<
   post.top_k = options.top_k > 0 ? options.top_k : static_cast<int>(conf.size());
   post.nms_iou = options.nms_iou;
   post.max_faces = options.max_faces;
-  post.content_width = static_cast<float>(letterbox.content_width);
-  post.content_height = static_cast<float>(letterbox.content_height);
+  // Skip anchors centred in padding only when there is padding: without it, the last cell of
+  // a level whose size was rounded up (n -> ceil(n/2)) may be centred just past the picture,
+  // and ModelScope keeps it.
+  if (letterbox.content_width < letterbox.canvas_width) {
+    post.content_width = static_cast<float>(letterbox.content_width);
+  }
+  if (letterbox.content_height < letterbox.canvas_height) {
+    post.content_height = static_cast<float>(letterbox.content_height);
+  }
   const double scale_x = 1.0 / letterbox.to_source_x;
   std::vector<Detection> faces =
       PostprocessMogFace(conf, loc, anchors, static_cast<float>(scale_x), post);
