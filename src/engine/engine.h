@@ -86,11 +86,11 @@ struct BatchOutputs {
 
 // What an engine runs, for banners, /v1/models and reports.
 struct EngineInfo {
-  std::string model;      // "ssd-mobilenetv1", "mogface"
-  std::string variant;    // "" (SSD), "r101", "e", "r50"
-  std::string weights;    // the file, "synthetic (seed 1)", or the SSD folder
-  std::string device;     // "cpu"
-  std::string precision;  // "fp32", "bf16", ...
+  std::string model;          // "ssd-mobilenetv1", "mogface"
+  std::string variant;        // "" (SSD), "r101", "e", "r50"
+  std::string weights;        // the file, "synthetic (seed 1)", or the SSD folder
+  std::string device;         // "cpu"
+  std::string precision;      // "fp32", "bf16", ...
   bool channels_last = true;  // CPU backend
   int threads = 1;            // CPU backend: the process's intra-op threads
   // The model's own input geometry: SSD takes a fixed square (fixed_side); MogFace takes any

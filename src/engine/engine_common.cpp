@@ -69,8 +69,7 @@ struct Backend {
   bool (*built)();
   Status (*check)(const EngineOptions&);
   StatusOr<std::unique_ptr<Engine>> (*create)(const EngineOptions&,
-                                              std::shared_ptr<const model::FaceModel>,
-                                              EngineInfo);
+                                              std::shared_ptr<const model::FaceModel>, EngineInfo);
 };
 
 constexpr Backend kBackends[] = {
@@ -86,16 +85,18 @@ std::vector<BackendEntry> Backends() {
 }
 
 StatusOr<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options) {
-  const Backend* backend = std::find_if(std::begin(kBackends), std::end(kBackends),
-                                        [&](const Backend& b) { return options.device == b.device; });
+  const Backend* backend =
+      std::find_if(std::begin(kBackends), std::end(kBackends),
+                   [&](const Backend& b) { return options.device == b.device; });
   if (backend == std::end(kBackends)) {
     return InvalidArgument("device '" + options.device +
                            "' is not known; allowed: cpu (mogserve has no CUDA backend yet)");
   }
   if (!backend->built()) {
-    return Unsupported("this build has no CPU engine: mogserve was built with "
-                       "MOGSERVE_WITH_TORCH=OFF (configure with -DMOGSERVE_WITH_TORCH=ON, "
-                       "which needs LibTorch, to run models)");
+    return Unsupported(
+        "this build has no CPU engine: mogserve was built with "
+        "MOGSERVE_WITH_TORCH=OFF (configure with -DMOGSERVE_WITH_TORCH=ON, "
+        "which needs LibTorch, to run models)");
   }
   MOGSERVE_RETURN_IF_ERROR(backend->check(options));
   EngineInfo info;

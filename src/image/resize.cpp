@@ -162,8 +162,8 @@ Letterbox FitLetterbox(int source_width, int source_height, int canvas_width, in
   return box;
 }
 
-Letterbox PlaceLetterbox(int source_width, int source_height, int content_width,
-                         int content_height, int canvas_width, int canvas_height) {
+Letterbox PlaceLetterbox(int source_width, int source_height, int content_width, int content_height,
+                         int canvas_width, int canvas_height) {
   Letterbox box;
   box.canvas_width = canvas_width;
   box.canvas_height = canvas_height;

@@ -39,8 +39,8 @@ Letterbox FitLetterbox(int source_width, int source_height, int canvas_width, in
 
 // The geometry for a source scaled to an explicit content size (each side at least 1 and at most
 // the canvas side) inside a canvas: for input policies whose scale is not "fit the canvas".
-Letterbox PlaceLetterbox(int source_width, int source_height, int content_width,
-                         int content_height, int canvas_width, int canvas_height);
+Letterbox PlaceLetterbox(int source_width, int source_height, int content_width, int content_height,
+                         int canvas_width, int canvas_height);
 
 // Resizes `src` to box.content_width x box.content_height and places it at the origin of a
 // box.canvas_width x box.canvas_height canvas, zero padding.

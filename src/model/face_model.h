@@ -25,7 +25,7 @@ class FaceModel {
   const std::shared_ptr<const Network>& network() const { return network_; }
   const PreparedWeights& weights() const { return weights_; }
 
-  virtual std::string name() const = 0;              // "ssd-mobilenetv1", "mogface"
+  virtual std::string name() const = 0;               // "ssd-mobilenetv1", "mogface"
   virtual std::string variant() const { return ""; }  // MogFace: "r101", "e", "r50"
   // Input geometry: a fixed square side (> 0), or any size whose sides are multiples of
   // multiple() for batching into buckets.

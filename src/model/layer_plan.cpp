@@ -10,7 +10,7 @@ int OutSize(int in, int before, int after, int kernel, int stride, int dilation)
 }
 
 std::string ShapeText(const TensorShape& s) {
-  return "[" + std::to_string(s.channels) + "," + std::to_string(s.height) + "," +
+  return std::string("[") + std::to_string(s.channels) + "," + std::to_string(s.height) + "," +
          std::to_string(s.width) + "]";
 }
 
@@ -132,11 +132,14 @@ std::string LayerPlan::Dump() const {
     const Op& op = ops[i];
     text += std::to_string(i) + " " + OpKindName(op.kind) + " " + op.name + " " +
             ShapeText(shapes_[op.output]) + " <-";
-    for (int in : op.inputs) text += " " + std::to_string(in);
+    for (int in : op.inputs) {
+      text += ' ';
+      text += std::to_string(in);
+    }
     if (op.kind == OpKind::kConv || op.kind == OpKind::kGroupNorm) {
       text += std::string(" ") + ActivationName(op.act);
     }
-    if (macs_[i] > 0) text += " macs " + std::to_string(macs_[i]);
+    if (macs_[i] > 0) text += std::string(" macs ") + std::to_string(macs_[i]);
     text += "\n";
   }
   return text;

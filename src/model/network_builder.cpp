@@ -28,20 +28,23 @@ int NetworkBuilder::AddOp(Op op, int out_channels) {
   return net_->ops_.back().output;
 }
 
-int NetworkBuilder::AddTorchConv(const std::string& prefix, int out, int in, int kernel,
-                                 bool bias, const std::string& bn_prefix, int groups) {
+int NetworkBuilder::AddTorchConv(const std::string& prefix, int out, int in, int kernel, bool bias,
+                                 const std::string& bn_prefix, int groups) {
   ConvDef def;
   def.name = prefix;
   def.out_channels = out;
   def.in_channels = in;
   def.kernel = kernel;
   def.groups = groups;
-  def.parts.push_back({KernelLayout::kOihw, prefix + ".weight", bias ? prefix + ".bias" : "", out,
-                       0, 1, out});
+  def.parts.push_back(
+      {KernelLayout::kOihw, prefix + ".weight", bias ? prefix + ".bias" : "", out, 0, 1, out});
   if (!bn_prefix.empty()) {
-    def.batch_norm = BatchNormKeys{bn_prefix + ".weight",       bn_prefix + ".bias",
-                                   bn_prefix + ".running_mean", bn_prefix + ".running_var",
-                                   bn_prefix + ".num_batches_tracked", 1e-5};
+    def.batch_norm = BatchNormKeys{bn_prefix + ".weight",
+                                   bn_prefix + ".bias",
+                                   bn_prefix + ".running_mean",
+                                   bn_prefix + ".running_var",
+                                   bn_prefix + ".num_batches_tracked",
+                                   1e-5};
   }
   return AddConvDef(std::move(def));
 }

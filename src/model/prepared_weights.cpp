@@ -15,7 +15,7 @@ std::string CappedList(const std::vector<std::string>& items) {
     out += items[i];
   }
   if (items.size() > kMaxListed) {
-    out += " (and " + std::to_string(items.size() - kMaxListed) + " more)";
+    out += std::string(" (and ") + std::to_string(items.size() - kMaxListed) + " more)";
   }
   return out;
 }
@@ -25,8 +25,8 @@ const HostTensor& Get(const HostTensorMap& weights, const std::string& key) {
 }
 
 // Writes one part's rows of a conv into an OIHW kernel (double) and its bias.
-void ReadPart(const ConvDef& d, const WeightPart& part, const HostTensorMap& weights,
-              int first_out, std::vector<double>& kernel, std::vector<double>& bias) {
+void ReadPart(const ConvDef& d, const WeightPart& part, const HostTensorMap& weights, int first_out,
+              std::vector<double>& kernel, std::vector<double>& bias) {
   const int k = d.kernel, in = d.in_channels / d.groups;
   const std::vector<float>& src = Get(weights, part.weight_key).values;
   const std::vector<float>* src_bias =
@@ -44,7 +44,8 @@ void ReadPart(const ConvDef& d, const WeightPart& part, const HostTensorMap& wei
               break;
             case KernelLayout::kTfHwio:
               from = ((static_cast<size_t>(y) * k + x) * d.in_channels + i) *
-                         part.stored_out_channels + row;
+                         part.stored_out_channels +
+                     row;
               break;
             case KernelLayout::kTfDepthwise:  // one input per group: the channel is the row
               from = (static_cast<size_t>(y) * k + x) * d.in_channels + row;
@@ -114,14 +115,16 @@ Status CheckWeightKeys(const Network& network, const HostTensorMap& weights,
   if (missing.empty() && misshaped.empty() && extra.empty()) return Status::Ok();
   std::string msg = what + " does not match:";
   if (!missing.empty()) {
-    msg += " " + std::to_string(missing.size()) + " missing: " + CappedList(missing) + ";";
+    msg += std::string(" ") + std::to_string(missing.size()) + " missing: " + CappedList(missing) +
+           ";";
   }
   if (!misshaped.empty()) {
-    msg += " " + std::to_string(misshaped.size()) +
+    msg += std::string(" ") + std::to_string(misshaped.size()) +
            " with a wrong shape: " + CappedList(misshaped) + ";";
   }
   if (!extra.empty()) {
-    msg += " " + std::to_string(extra.size()) + " unexpected: " + CappedList(extra) + ";";
+    msg +=
+        std::string(" ") + std::to_string(extra.size()) + " unexpected: " + CappedList(extra) + ";";
   }
   msg.pop_back();
   return InvalidData(msg);

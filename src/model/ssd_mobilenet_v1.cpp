@@ -29,9 +29,8 @@ int AddTfConv(NetworkBuilder& b, const std::string& prefix, int k, int in, int o
   d.out_channels = out;
   d.in_channels = in;
   d.kernel = k;
-  d.parts.push_back(
-      {KernelLayout::kTfHwio, prefix + "/weights", prefix + "/convolution_bn_offset", out, 0, 1,
-       out});
+  d.parts.push_back({KernelLayout::kTfHwio, prefix + "/weights", prefix + "/convolution_bn_offset",
+                     out, 0, 1, out});
   return b.AddConvDef(std::move(d));
 }
 
@@ -44,8 +43,11 @@ int AddDepthwise(NetworkBuilder& b, int index, int channels) {
   d.kernel = 3;
   d.parts.push_back(
       {KernelLayout::kTfDepthwise, p + "depthwise_weights", "", channels, 0, 1, channels});
-  d.batch_norm = BatchNormKeys{p + "BatchNorm/gamma", p + "BatchNorm/beta",
-                               p + "BatchNorm/moving_mean", p + "BatchNorm/moving_variance", "",
+  d.batch_norm = BatchNormKeys{p + "BatchNorm/gamma",
+                               p + "BatchNorm/beta",
+                               p + "BatchNorm/moving_mean",
+                               p + "BatchNorm/moving_variance",
+                               "",
                                kBatchNormEpsilon};
   return b.AddConvDef(std::move(d));
 }
@@ -107,10 +109,10 @@ std::shared_ptr<const Network> BuildSsdMobilenetV1Network() {
   int x = f1;
   for (int j = 0; j < 4; ++j) {
     const std::string p = "Prediction/Conv2d_";
-    const int reduce = AddTfConv(b, p + std::to_string(2 * j) + "_pointwise", 1, kExtras[j][0],
-                                 kExtras[j][1]);
-    const int conv = AddTfConv(b, p + std::to_string(2 * j + 1) + "_pointwise", 3, kExtras[j][1],
-                               kExtras[j][2]);
+    const int reduce =
+        AddTfConv(b, p + std::to_string(2 * j) + "_pointwise", 1, kExtras[j][0], kExtras[j][1]);
+    const int conv =
+        AddTfConv(b, p + std::to_string(2 * j + 1) + "_pointwise", 3, kExtras[j][1], kExtras[j][2]);
     x = b.Conv(reduce, x, Same(1, Activation::kRelu6));
     x = b.Conv(conv, x, Same(2, Activation::kRelu6));
     features[2 + j] = x;

@@ -62,7 +62,9 @@ TEST(MogFaceDetectE2E, BucketPolicyReportsFacesInOriginalPixels) {
       max_x2 = std::max(max_x2, b[2].get<double>());
     }
     // The landscape picture ran at 128 px wide: boxes are mapped back beyond that.
-    if (i == 0) EXPECT_GT(max_x2, 128.0);
+    if (i == 0) {
+      EXPECT_GT(max_x2, 128.0);
+    }
     // Two different buckets (128x96 and 96x128): each image ran alone.
     EXPECT_EQ(line["timing"]["batch_size"], 1);
   }

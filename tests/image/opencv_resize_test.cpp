@@ -45,8 +45,8 @@ TEST(OpenCvResize, MatchesCv2ResizeByteForByte) {
         first = std::min(first, k);
       }
     }
-    EXPECT_EQ(mismatches, 0u) << "first at byte " << first << ": " << int{got.data[first]}
-                              << " vs " << int{want[first]};
+    EXPECT_EQ(mismatches, 0u) << "first at byte " << first << ": " << int{got.data[first]} << " vs "
+                              << int{want[first]};
   }
 }
 

@@ -23,8 +23,8 @@
 namespace mogserve::model {
 namespace {
 
-using ::testing::HasSubstr;
 using mogface::Variant;
+using ::testing::HasSubstr;
 
 LayerPlan MustPlan(std::shared_ptr<const Network> net, int h, int w) {
   auto plan = LayerPlan::Create(std::move(net), h, w);
@@ -127,9 +127,9 @@ TEST(LayerPlan, SsdShapesPaddingAndMacs) {
     EXPECT_EQ(plan.shape(level.score_tensor).channels, anchors[l] * 5);
   }
   int64_t macs = int64_t{32} * 3 * 9 * 256 * 256;
-  const int blocks[13][3] = {{32, 64, 1},   {64, 128, 2},  {128, 128, 1}, {128, 256, 2},
-                             {256, 256, 1}, {256, 512, 2}, {512, 512, 1}, {512, 512, 1},
-                             {512, 512, 1}, {512, 512, 1}, {512, 512, 1}, {512, 1024, 2},
+  const int blocks[13][3] = {{32, 64, 1},    {64, 128, 2},  {128, 128, 1}, {128, 256, 2},
+                             {256, 256, 1},  {256, 512, 2}, {512, 512, 1}, {512, 512, 1},
+                             {512, 512, 1},  {512, 512, 1}, {512, 512, 1}, {512, 1024, 2},
                              {1024, 1024, 1}};
   int side = 256;
   for (const auto& b : blocks) {
@@ -168,12 +168,15 @@ TEST(LayerPlan, KeysComeFromThePlanAndStrictLoadingNamesThem) {
     HostTensor value;  // empty shape: erase
     const char* kind;
   };
-  const Case cases[] = {
-      {"missing", "backbone.layer2.1.bn2.running_var", {}, "1 missing"},
-      {"extra", "pred_net.pred_cls.6.weight", {{1, 256, 3, 3}, std::vector<float>(2304)},
-       "1 unexpected"},
-      {"shape", "fpn.ff_c4_c3.main_conv.weight", {{256, 512, 3, 1}, std::vector<float>(393216)},
-       "1 with a wrong shape"}};
+  const Case cases[] = {{"missing", "backbone.layer2.1.bn2.running_var", {}, "1 missing"},
+                        {"extra",
+                         "pred_net.pred_cls.6.weight",
+                         {{1, 256, 3, 3}, std::vector<float>(2304)},
+                         "1 unexpected"},
+                        {"shape",
+                         "fpn.ff_c4_c3.main_conv.weight",
+                         {{256, 512, 3, 1}, std::vector<float>(393216)},
+                         "1 with a wrong shape"}};
   for (const Case& c : cases) {
     HostTensorMap w = good;
     if (c.value.shape.empty()) {
@@ -194,7 +197,8 @@ TEST(LayerPlan, KeysComeFromThePlanAndStrictLoadingNamesThem) {
   auto stripped = mogface::MogFaceModel::Create(prefixed);
   ASSERT_TRUE(plain.ok() && stripped.ok());
   EXPECT_EQ((*stripped)->variant(), "r50");
-  EXPECT_EQ((*plain)->weights().convs[7].weight.values, (*stripped)->weights().convs[7].weight.values);
+  EXPECT_EQ((*plain)->weights().convs[7].weight.values,
+            (*stripped)->weights().convs[7].weight.values);
   HostTensorMap hcam = good;
   hcam["pred_net_1.pred_cls.0.weight"] = HostTensor{{1, 256, 3, 3}, std::vector<float>(2304)};
   EXPECT_EQ(mogface::MogFaceModel::Create(hcam).status().code(), StatusCode::kUnsupported);
@@ -257,8 +261,8 @@ TEST(PreparedWeights, FoldsBatchNormAndConvertsLayouts) {
   const std::vector<float>& d = prepared->convs[dw_conv].weight.values;  // [c][y][x]
   ASSERT_EQ(d.size(), 18u);
   EXPECT_EQ(d[0], 0);
-  EXPECT_EQ(d[1], 2);   // c 0, x 1 → index (0*3+1)*2 + 0
-  EXPECT_EQ(d[9], 1);   // c 1, y 0, x 0
+  EXPECT_EQ(d[1], 2);  // c 0, x 1 → index (0*3+1)*2 + 0
+  EXPECT_EQ(d[9], 1);  // c 1, y 0, x 0
   EXPECT_EQ(d[17], 17);
   EXPECT_EQ(prepared->convs[dw_conv].bias.values, (std::vector<float>{0, 0}));
   EXPECT_EQ(prepared->convs[fused_conv].weight.values,

@@ -27,7 +27,8 @@ namespace {
 using model::LayerPlan;
 
 std::unique_ptr<model::FaceModel> MogFace(model::mogface::Variant variant) {
-  auto m = model::mogface::MogFaceModel::Create(model::mogface::SyntheticWeights(variant, 1, false));
+  auto m =
+      model::mogface::MogFaceModel::Create(model::mogface::SyntheticWeights(variant, 1, false));
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   return m.ok() ? std::move(m).value() : nullptr;
 }

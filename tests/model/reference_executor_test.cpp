@@ -34,8 +34,8 @@ int OnesConv(NetworkBuilder& b, PreparedWeights& w, int in, int out, int k, int 
 }
 
 std::vector<double> Execute(const std::shared_ptr<const Network>& net, const PreparedWeights& w,
-                        int h, int w_px, const std::vector<double>& input,
-                        std::vector<double>* boxes = nullptr) {
+                            int h, int w_px, const std::vector<double>& input,
+                            std::vector<double>* boxes = nullptr) {
   auto plan = LayerPlan::Create(net, h, w_px);
   EXPECT_TRUE(plan.ok()) << plan.status().ToString();
   auto out = RunReference(*plan, w, input);
@@ -93,7 +93,8 @@ TEST(ReferenceExecutor, TfSamePaddingStrideTwoIsAsymmetric) {
     args.act = act;
     const int y = b.Conv(OnesConv(b, w, 3, 1, 3), b.input(), args);
     OutputAsScores(b, w, y);
-    const auto logits = Logits(Execute(b.FinishOrAbort(), w, 4, 4, std::vector<double>(48, 1.0 / 3)));
+    const auto logits =
+        Logits(Execute(b.FinishOrAbort(), w, 4, 4, std::vector<double>(48, 1.0 / 3)));
     if (act == Activation::kNone) {
       ExpectNear(logits, {9, 6, 6, 4});
     } else {

@@ -58,8 +58,8 @@ inline Golden ReadGolden(const std::string& stem) {
 // The reference's post-processed faces, in order, within the given tolerances. Faces whose
 // scores agree within `score` may trade places with a neighbour up to 4 ranks away (a near tie
 // that FP32 rounding ordered differently); each is matched once.
-inline void ExpectReferenceFaces(const Golden& g, const std::vector<Detection>& faces,
-                                 float box_px, float score) {
+inline void ExpectReferenceFaces(const Golden& g, const std::vector<Detection>& faces, float box_px,
+                                 float score) {
   const nlohmann::json& boxes = g.meta["detections"]["boxes"];
   const nlohmann::json& scores = g.meta["detections"]["scores"];
   ASSERT_EQ(faces.size(), boxes.size());

@@ -45,8 +45,8 @@ float MaxAbsDiff(const std::vector<float>& got, const std::vector<float>& expect
 // The golden picture at the top-left of its padded input, through the engine (which zeroes the
 // padding after normalisation, as the reference pads its normalised tensor).
 BatchOutputs RunEngine(engine::Engine& e, const Golden& g) {
-  const image::Letterbox box = image::PlaceLetterbox(g.width, g.height, g.width, g.height,
-                                                     g.padded_width, g.padded_height);
+  const image::Letterbox box =
+      image::PlaceLetterbox(g.width, g.height, g.width, g.height, g.padded_width, g.padded_height);
   const image::Image canvas = image::RenderLetterbox(g.picture, box);
   engine::CanvasBatch batch;
   batch.width = g.padded_width;
@@ -94,11 +94,11 @@ void CheckVariant(const std::string& variant) {
     // End to end in C++ (network + post-processing): the reference's detections.
     const std::vector<float> anchors =
         MogFaceAnchors(g.padded_height, g.padded_width, *ParseVariant(variant));
-    golden::ExpectReferenceFaces(g,
-                                 PostprocessMogFace(a.scores, a.box_encodings, anchors,
-                                                    g.meta["resize_scale"].get<float>(),
-                                                    PostOptions(g)),
-                                 /*box_px=*/0.01f, /*score=*/1e-4f);
+    golden::ExpectReferenceFaces(
+        g,
+        PostprocessMogFace(a.scores, a.box_encodings, anchors, g.meta["resize_scale"].get<float>(),
+                           PostOptions(g)),
+        /*box_px=*/0.01f, /*score=*/1e-4f);
     const BatchOutputs b = RunEngine(*bf16, g);
     const float conf16 = MaxAbsDiff(b.scores, g.conf), loc16 = MaxAbsDiff(b.box_encodings, g.loc);
     EXPECT_LE(conf16, kBf16ConfTolerance);
@@ -116,10 +116,11 @@ void CheckPostprocess(const std::string& stem, Variant variant) {
   const std::vector<float> anchors = MogFaceAnchors(g.padded_height, g.padded_width, variant);
   ASSERT_EQ(anchors.size(), g.conf.size() * 4);
   // Same inputs as the reference: only exp() and NMS order could differ, and must not.
-  golden::ExpectReferenceFaces(g,
-                       PostprocessMogFace(g.conf, g.loc, anchors,
-                                          g.meta["resize_scale"].get<float>(), PostOptions(g)),
-                       /*box_px=*/1e-3f, /*score=*/0.0f);
+  golden::ExpectReferenceFaces(
+      g,
+      PostprocessMogFace(g.conf, g.loc, anchors, g.meta["resize_scale"].get<float>(),
+                         PostOptions(g)),
+      /*box_px=*/1e-3f, /*score=*/0.0f);
 }
 
 TEST(MogFaceParity, PostprocessingMatchesTheReference) {

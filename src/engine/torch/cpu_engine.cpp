@@ -53,9 +53,7 @@ class CpuEngine final : public Engine {
       : info_(std::move(info)), model_(std::move(model)), weights_(std::move(weights)) {}
 
   const EngineInfo& info() const override { return info_; }
-  DetectOptions default_detect_options() const override {
-    return model_->default_detect_options();
-  }
+  DetectOptions default_detect_options() const override { return model_->default_detect_options(); }
 
   int64_t MacsPerImage(int width, int height) const override {
     const int fixed = model_->fixed_side();
@@ -81,8 +79,8 @@ class CpuEngine final : public Engine {
   std::vector<Detection> Postprocess(const BatchOutputs& outputs, int row,
                                      const image::Letterbox& letterbox,
                                      const DetectOptions& options) const override {
-    return model_->Postprocess(outputs.scores_of(row), outputs.boxes_of(row),
-                               outputs.canvas_width, outputs.canvas_height, letterbox, options);
+    return model_->Postprocess(outputs.scores_of(row), outputs.boxes_of(row), outputs.canvas_width,
+                               outputs.canvas_height, letterbox, options);
   }
 
   MemoryStats Memory() const override {
@@ -101,6 +99,8 @@ class CpuEngine final : public Engine {
   }
 
  private:
+  static constexpr size_t kMaxCachedPlans = 64;
+
   // The plan of this canvas shape, built on first use and kept (one map per instance: Forward
   // is not thread-safe, so no lock).
   StatusOr<const model::LayerPlan*> PlanFor(const CanvasBatch& batch) {
@@ -110,6 +110,8 @@ class CpuEngine final : public Engine {
       if (!plan.ok()) {
         return InvalidArgument(model_->name() + " canvases: " + plan.status().message());
       }
+      // The modelscope policy runs every picture's exact shape: keep the cache bounded.
+      if (plans_.size() >= kMaxCachedPlans) plans_.clear();
       it = plans_.emplace(std::make_pair(batch.height, batch.width), std::move(*plan)).first;
     }
     return &it->second;
@@ -208,8 +210,7 @@ StatusOr<std::unique_ptr<Engine>> CreateCpuEngine(const EngineOptions& options,
     return std::unique_ptr<Engine>(
         new CpuEngine(std::move(info), std::move(model), std::move(weights)));
   } catch (const c10::Error& e) {
-    return Internal(std::string("preparing the CPU weights failed: ") +
-                    e.what_without_backtrace());
+    return Internal(std::string("preparing the CPU weights failed: ") + e.what_without_backtrace());
   }
 }
 

@@ -36,8 +36,7 @@ std::vector<Detection> MogFaceModel::Postprocess(std::span<const float> scores,
                                                  int canvas_height,
                                                  const image::Letterbox& letterbox,
                                                  const DetectOptions& options) const {
-  return MogFaceDetections(scores, boxes, Anchors(canvas_height, canvas_width), letterbox,
-                           options);
+  return MogFaceDetections(scores, boxes, Anchors(canvas_height, canvas_width), letterbox, options);
 }
 
 }  // namespace mogserve::model::mogface

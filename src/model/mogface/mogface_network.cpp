@@ -171,8 +171,8 @@ int RunCpm(NetworkBuilder& b, const Cpm& c, int x) {
   const int s1 = b.Conv(c.ssh1, r, Args(Activation::kRelu, 1));
   const int d = b.Conv(c.dimred, r, Args(Activation::kRelu, 1));
   const int s2 = b.Conv(c.ssh2, d, Args(Activation::kRelu, 1));
-  const int s3 = b.Conv(c.ssh3b, b.Conv(c.ssh3a, d, Args(Activation::kRelu, 1)),
-                        Args(Activation::kRelu, 1));
+  const int s3 =
+      b.Conv(c.ssh3b, b.Conv(c.ssh3a, d, Args(Activation::kRelu, 1)), Args(Activation::kRelu, 1));
   return b.Concat({s1, s2, s3});
 }
 

@@ -7,8 +7,8 @@
 
 #include <memory>
 
-#include "model/network.h"
 #include "model/mogface/mogface_variant.h"
+#include "model/network.h"
 #include "mogserve/status.h"
 
 namespace mogserve::model::mogface {

@@ -184,7 +184,8 @@ ReferenceOutputs OutputStage(const LayerPlan& plan, const std::vector<Buffer>& t
     const Buffer& boxes = tensors[level.box_tensor];
     for (size_t p = 0; p < plane; ++p) {
       for (int a = 0; a < level.anchors_per_cell; ++a) {
-        const size_t anchor = plan.level_offset(static_cast<int>(l)) + p * level.anchors_per_cell + a;
+        const size_t anchor =
+            plan.level_offset(static_cast<int>(l)) + p * level.anchors_per_cell + a;
         const double logit = scores[(level.score_channel + a) * plane + p];
         out.scores[anchor] = 1.0 / (1.0 + std::exp(-logit));
         for (int k = 0; k < 4; ++k) {
