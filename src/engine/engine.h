@@ -61,7 +61,8 @@ struct CanvasBatch {
   // padding (MogFace: zero after normalisation, spec §10.1). Empty = the whole canvas.
   std::vector<image::Letterbox> geometry;
   // Rows to run (>= canvases.size()); the extra rows repeat the last canvas and their outputs
-  // are dropped. 0 = canvases.size(). Planned batch sizes keep buffers (and CUDA graphs) reused.
+  // are dropped. 0 = canvases.size(). Planned batch sizes keep buffers (and, on a future GPU
+  // backend, CUDA graphs) reused.
   int padded_batch_size = 0;
 };
 
@@ -102,12 +103,12 @@ struct EngineInfo {
   std::string Describe() const;
 };
 
-// The engine's memory (CPU: the caching allocator's counters, process-wide; CUDA: the device's).
+// The engine's memory (CPU backend: the caching allocator's counters, process-wide).
 struct MemoryStats {
   int64_t in_use_bytes = 0;       // held by live tensors now
   int64_t peak_in_use_bytes = 0;  // most held since the last ResetPeakMemory()
   int64_t reserved_bytes = 0;     // in use + cached for reuse
-  int64_t capacity_bytes = 0;     // physical RAM (CPU) or device memory (CUDA)
+  int64_t capacity_bytes = 0;     // physical RAM (CPU backend)
 };
 
 class Engine {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "golden.h"
 #include "model/checkpoint_loader.h"
@@ -12,6 +13,7 @@
 #include "model/layer_plan.h"
 #include "model/mogface/mogface_model.h"
 #include "model/reference/reference_executor.h"
+#include "model/ssd_model.h"
 
 namespace mogserve::model {
 namespace {
@@ -58,6 +60,39 @@ TEST(ReferenceExecutorParity, EMatchesThePythonReference) {
 }
 TEST(ReferenceExecutorParity, R50MatchesThePythonReference) {
   CheckVariant("R50");
+}
+
+// The SSD's plan against tests/reference/ssd_ref.py (FP64, BatchNorm unfolded, the full class
+// head) on the top-left 512x512 of a real photo: the wiring of the SSD as written once.
+TEST(ReferenceExecutorParity, SsdMatchesThePythonReference) {
+  auto model = SsdModel::Load(MOGSERVE_TEST_MODEL_DIR);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto rgb = ReadFileBytes(golden::GoldenPath("ssd_grace_hopper.rgb"));
+  auto bin = ReadFileBytes(golden::GoldenPath("ssd_grace_hopper.bin"));
+  ASSERT_TRUE(rgb.ok() && bin.ok());
+  image::Image picture(512, 512);
+  picture.data = *rgb;
+  ASSERT_EQ(bin->size(), size_t{kSsdAnchorCount} * 5 * 8);
+  std::vector<double> want(bin->size() / 8);
+  std::memcpy(want.data(), bin->data(), bin->size());
+  auto plan = LayerPlan::Create((*model)->network(), 512, 512);
+  ASSERT_TRUE(plan.ok());
+  auto out = RunReference(
+      *plan, (*model)->weights(),
+      NormalizePlanar((*model)->network()->normalization(), picture, 512, 512));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  double scores = 0, boxes = 0;
+  for (int i = 0; i < kSsdAnchorCount; ++i) {
+    scores = std::max(scores, std::abs(out->scores[i] - want[i]));
+    for (int k = 0; k < 4; ++k) {
+      boxes = std::max(boxes, std::abs(out->boxes[4 * i + k] - want[kSsdAnchorCount + 4 * i + k]));
+    }
+  }
+  std::printf("SSD: FP64 executor vs FP64 reference max|dscore| %.2e max|dbox| %.2e\n", scores,
+              boxes);
+  // Both FP64; the executor's BatchNorm is folded into float32 weights, the reference's not.
+  EXPECT_LE(scores, 1e-5);
+  EXPECT_LE(boxes, 1e-4);
 }
 
 }  // namespace

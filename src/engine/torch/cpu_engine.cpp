@@ -148,8 +148,15 @@ class CpuEngine final : public Engine {
       inv_divisor[c] = static_cast<float>(1.0 / n.divisor[c]);
     }
     at::Tensor x = staged_nhwc.permute({0, 3, 1, 2}).to(at::kFloat);  // keeps NHWC strides
-    x.sub_(at::from_blob(mean, {1, 3, 1, 1}, at::kFloat))
-        .mul_(at::from_blob(inv_divisor, {1, 3, 1, 1}, at::kFloat));
+    if (n.mean[0] == n.mean[1] && n.mean[1] == n.mean[2] && n.divisor[0] == n.divisor[1] &&
+        n.divisor[1] == n.divisor[2]) {
+      // One constant for all channels (the SSD): scalar ops run ~3x faster than the per-channel
+      // broadcast over channels-last strides (1 ms of a 22 ms SSD pass).
+      x.mul_(1.0 / n.divisor[0]).sub_(n.mean[0] / n.divisor[0]);
+    } else {
+      x.sub_(at::from_blob(mean, {1, 3, 1, 1}, at::kFloat))
+          .mul_(at::from_blob(inv_divisor, {1, 3, 1, 1}, at::kFloat));
+    }
     if (n.zero_padding) ZeroPadding(x, batch);
     return x.to(weights_->dtype)
         .contiguous(weights_->channels_last ? at::MemoryFormat::ChannelsLast
