@@ -77,9 +77,8 @@ TEST(ReferenceExecutorParity, SsdMatchesThePythonReference) {
   std::memcpy(want.data(), bin->data(), bin->size());
   auto plan = LayerPlan::Create((*model)->network(), 512, 512);
   ASSERT_TRUE(plan.ok());
-  auto out = RunReference(
-      *plan, (*model)->weights(),
-      NormalizePlanar((*model)->network()->normalization(), picture, 512, 512));
+  auto out = RunReference(*plan, (*model)->weights(),
+                          NormalizePlanar((*model)->network()->normalization(), picture, 512, 512));
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   double scores = 0, boxes = 0;
   for (int i = 0; i < kSsdAnchorCount; ++i) {
