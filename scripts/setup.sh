@@ -35,6 +35,7 @@ DEBIAN_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev  # libFuzzer for the request/image parsing fuzz target
   python3-torch  # the independent MogFace reference (tests/reference) and tools/*.py
+  python3-opencv  # cv2.resize outputs the modelscope input policy is tested against
   chromium openssl  # the browser tests (tests/browser), driven by playwright-core
   gnuplot-nox  # mogserve eval widerface draws its PR curves with it (optional at run time)
 )

@@ -8,7 +8,10 @@
 #      queues, the stress test's 100 000 requests from 64 threads, and the HTTP layer's
 #      connections, strands and asynchronous answers over loopback);
 #   4. a libFuzzer run (clang, ASan + UBSan) over request parsing and image decoding, seeded
-#      with real and broken images, for MOGSERVE_FUZZ_SECONDS (default 60).
+#      with real and broken images, for MOGSERVE_FUZZ_SECONDS (default 60);
+#   5. the build without LibTorch (-DMOGSERVE_WITH_TORCH=OFF, the basis of the GPU bundle):
+#      mogserve (whose detect must say it has no CPU engine) and the torch-free tests, the
+#      golden-file parity tests excepted (the first step runs them).
 # Extra arguments go to the first ctest run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -45,3 +48,9 @@ if ! (cd "$FUZZ_DIR" && ./tests/fuzz/detect_request_fuzzer fuzz-work corpus \
   exit 1
 fi
 tail -n 6 "$FUZZ_DIR/fuzz.log"
+
+NOTORCH_DIR="$ROOT/build-notorch"
+cmake -S "$ROOT" -B "$NOTORCH_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DMOGSERVE_WITH_TORCH=OFF >/dev/null
+cmake --build "$NOTORCH_DIR" -j "${MOGSERVE_JOBS:-2}"
+(cd "$NOTORCH_DIR" && ctest --output-on-failure -j 2 -E 'mogface_golden_setup|Parity')

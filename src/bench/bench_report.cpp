@@ -156,12 +156,8 @@ MachineInfo DescribeThisMachine(const std::string& device) {
       break;
     }
   }
-#ifdef MOGSERVE_WITH_CUDA
-  m.gpu = device.rfind("cuda", 0) == 0 ? "CUDA build, running on " + device
-                                       : "CUDA build, not used (device " + device + ")";
-#else
-  m.gpu = "none (CPU-only build, device " + device + ")";
-#endif
+  // mogserve has no GPU backend yet: every build is CPU-only.
+  m.gpu = "none (no GPU backend in mogserve yet; device " + device + ")";
   m.torch_version = "LibTorch " + engine::TorchVersion();
 #if defined(__clang__)
   m.compiler = std::string("clang ") + __clang_version__;

@@ -30,8 +30,8 @@ constexpr const Variant& kDefaultVariant = kComparedVariants[3];
 Status RunSsdVariant(const Variant& v, const EngineBenchOptions& options,
                      EngineBenchReport& report) {
   engine::EngineOptions eo = options.engine;
-  eo.channels_last = v.channels_last;
-  if (!v.caching_allocator) eo.allocator_cache_bytes = 0;
+  eo.cpu.channels_last = v.channels_last;
+  if (!v.caching_allocator) eo.cpu.allocator_cache_bytes = 0;
   MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> engine, engine::CreateEngine(eo));
   if (v.caching_allocator && !engine::CachingCpuAllocatorInstalled()) {
     return Internal("the caching allocator did not install");
@@ -86,11 +86,11 @@ StatusOr<EngineBenchReport> RunSsdBench(const EngineBenchOptions& options) {
   report.model = "ssd";
   report.machine = DescribeMachine();
   // Threads must be set before the peak is measured: load the default engine options first.
-  report.threads = options.engine.threads > 0 ? options.engine.threads : AvailableCores();
+  report.threads = options.engine.cpu.threads > 0 ? options.engine.cpu.threads : AvailableCores();
   std::fprintf(stderr, "measuring the 3x3 convolution peak (%d threads)...\n", report.threads);
   {
     engine::EngineOptions probe = options.engine;
-    probe.allocator_cache_bytes = 0;
+    probe.cpu.allocator_cache_bytes = 0;
     MOGSERVE_RETURN_IF_ERROR(engine::CreateEngine(probe).status());  // sets the thread count
   }
   const engine::ConvPeak peak = engine::MeasureConv3x3Peak(2.0);

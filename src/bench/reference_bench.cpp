@@ -144,7 +144,7 @@ Status WriteSyntheticWeights(const std::string& variant_name, uint64_t seed,
                                            std::to_string(seed) + ", used keys only"}};
   std::vector<const model::HostTensor*> order;
   int64_t offset = 0;
-  for (const mf::KeySpec& key : mf::ExpectedKeys(variant, false)) {
+  for (const model::KeySpec& key : mf::ExpectedKeys(variant, false)) {
     if (!key.used) continue;
     const auto it = weights.find(key.name);
     if (it == weights.end()) return Internal("synthetic weights lack " + key.name);

@@ -46,9 +46,11 @@ void AddEngineFlags(CLI::App& app, EngineFlags& flags) {
                  "to run or benchmark without a checkpoint");
   app.add_option("--seed", flags.seed, "Seed of --synthetic-weights")->capture_default_str();
   app.add_option("--precision", flags.precision,
-                 "fp32, bf16 (MogFace on CPUs with AVX512-BF16; CUDA) or fp16 (CUDA)")
+                 "fp32 or bf16 (MogFace, on CPUs with AVX512-BF16); fp16 is parsed but needs a "
+                 "CUDA backend, which does not exist yet")
       ->capture_default_str();
-  app.add_option("--device", flags.device, "cpu (cuda[:N] in CUDA builds)")->capture_default_str();
+  app.add_option("--device", flags.device, "cpu (the only backend; no CUDA backend exists yet)")
+      ->capture_default_str();
   app.add_option("--threads", flags.threads,
                  "Intra-op threads for the forward pass (0 = all cores)")
       ->check(CLI::NonNegativeNumber)
@@ -80,7 +82,7 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const EngineFlags& flags) {
         flags.synthetic_weights, flags.seed);
   }
   options.device = flags.device;
-  options.threads = flags.threads;
+  options.cpu.threads = flags.threads;
   return options;
 }
 

@@ -278,7 +278,8 @@ void AddCompare(CLI::App& eval, std::shared_ptr<CompareFlags> flags) {
   app->remove_option(app->get_option("--precision"));
   app->add_option("--precision", flags->precisions,
                   "Precisions to run, the reference first: fp32,bf16 (MogFace on CPUs with "
-                  "AVX512-BF16), fp32,fp16 (CUDA builds); the SSD runs fp32 only")
+                  "AVX512-BF16); fp16 would need a CUDA backend, which does not exist yet; the "
+                  "SSD runs fp32 only")
       ->capture_default_str();
 }
 

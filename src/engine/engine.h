@@ -1,7 +1,9 @@
 // The engine: a loaded model on a device, running forward passes over batches of canvases and
 // turning one row of the raw outputs into faces. Torch-free header, so the layers above never
-// see LibTorch. `Engine` is an interface: the real engines (SSD-MobileNetV1, MogFace) come from
-// CreateEngine; tests of the pipeline implement it with scripted latencies.
+// see LibTorch. `Engine` is an interface: real engines come from CreateEngine, which loads the
+// model (model::FaceModel: network, prepared weights, pre/post-processing; torch-free) and hands
+// it to the backend of the device (today only "cpu": LibTorch/oneDNN, src/engine/torch/); tests
+// of the pipeline implement it with scripted latencies.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,15 @@ enum class Precision { kFp32, kBf16, kFp16 };
 const char* PrecisionName(Precision precision);
 StatusOr<Precision> ParsePrecision(std::string_view name);
 
+// Options of the CPU backend only (LibTorch/oneDNN). Threads and the allocator are process-wide:
+// the first CPU engine of a process sets them (see CreateEngine).
+struct CpuBackendOptions {
+  int threads = 0;            // intra-op threads; 0 = one per core
+  bool channels_last = true;  // NHWC activations: oneDNN's fast path on CPU
+  // Cap of the caching CPU allocator (see caching_cpu_allocator.h); 0 disables it.
+  int64_t allocator_cache_bytes = int64_t{4} << 30;
+};
+
 struct EngineOptions {
   ModelKind model = ModelKind::kSsd;
   std::string model_dir = "models";  // SSD: the folder holding the face-api files
@@ -35,12 +46,9 @@ struct EngineOptions {
   std::string weights;
   std::string synthetic_weights;
   uint64_t synthetic_seed = 1;
-  Precision precision = Precision::kFp32;  // CPU: fp32, bf16 (MogFace); CUDA builds: fp16 too
-  std::string device = "cpu";              // "cpu" (CUDA comes with MOGSERVE_WITH_CUDA builds)
-  int threads = 0;                         // intra-op threads; 0 = one per core
-  bool channels_last = true;               // NHWC activations: oneDNN's fast path on CPU
-  // Cap of the caching CPU allocator (see caching_cpu_allocator.h); 0 disables it.
-  int64_t allocator_cache_bytes = int64_t{4} << 30;
+  Precision precision = Precision::kFp32;  // cpu: fp32, bf16 (MogFace only)
+  std::string device = "cpu";              // a key of the backend table; "cpu" is the only one
+  CpuBackendOptions cpu;
 };
 
 // One batch of equal-shaped canvases: RGB bytes, height x width x 3 each, the picture at the
@@ -53,7 +61,8 @@ struct CanvasBatch {
   // padding (MogFace: zero after normalisation, spec §10.1). Empty = the whole canvas.
   std::vector<image::Letterbox> geometry;
   // Rows to run (>= canvases.size()); the extra rows repeat the last canvas and their outputs
-  // are dropped. 0 = canvases.size(). Planned batch sizes keep buffers (and CUDA graphs) reused.
+  // are dropped. 0 = canvases.size(). Planned batch sizes keep buffers (and, on a future GPU
+  // backend, CUDA graphs) reused.
   int padded_batch_size = 0;
 };
 
@@ -78,13 +87,13 @@ struct BatchOutputs {
 
 // What an engine runs, for banners, /v1/models and reports.
 struct EngineInfo {
-  std::string model;      // "ssd-mobilenetv1", "mogface"
-  std::string variant;    // "" (SSD), "r101", "e", "r50"
-  std::string weights;    // the file, "synthetic (seed 1)", or the SSD folder
-  std::string device;     // "cpu"
-  std::string precision;  // "fp32", "bf16", ...
-  bool channels_last = true;
-  int threads = 1;
+  std::string model;          // "ssd-mobilenetv1", "mogface"
+  std::string variant;        // "" (SSD), "r101", "e", "r50"
+  std::string weights;        // the file, "synthetic (seed 1)", or the SSD folder
+  std::string device;         // "cpu"
+  std::string precision;      // "fp32", "bf16", ...
+  bool channels_last = true;  // CPU backend
+  int threads = 1;            // CPU backend: the process's intra-op threads
   // The model's own input geometry: SSD takes a fixed square (fixed_side); MogFace takes any
   // size whose sides are multiples of `multiple` (spec §10.1).
   int fixed_side = 0;
@@ -94,12 +103,12 @@ struct EngineInfo {
   std::string Describe() const;
 };
 
-// The engine's memory (CPU: the caching allocator's counters, process-wide; CUDA: the device's).
+// The engine's memory (CPU backend: the caching allocator's counters, process-wide).
 struct MemoryStats {
   int64_t in_use_bytes = 0;       // held by live tensors now
   int64_t peak_in_use_bytes = 0;  // most held since the last ResetPeakMemory()
   int64_t reserved_bytes = 0;     // in use + cached for reuse
-  int64_t capacity_bytes = 0;     // physical RAM (CPU) or device memory (CUDA)
+  int64_t capacity_bytes = 0;     // physical RAM (CPU backend)
 };
 
 class Engine {
@@ -135,9 +144,20 @@ class Engine {
 };
 
 // Loads the model options.model names (SSD from options.model_dir; MogFace from
-// options.weights or options.synthetic_weights) and prepares it for options.device and
-// options.precision. Sets the process's intra-op thread count. Errors name the missing or
-// malformed file, the offending checkpoint keys, or the allowed values of a bad option.
+// options.weights or options.synthetic_weights) and hands it to the backend that the backend
+// table holds for options.device, which prepares it for options.precision. The CPU backend's
+// first engine sets the process-wide state (intra-op threads, the caching allocator); a later
+// engine asking for another thread count fails with kFailedPrecondition. Errors name the
+// missing or malformed file, the offending checkpoint keys, or the allowed values of a bad
+// option; a build without the device's backend (MOGSERVE_WITH_TORCH=OFF) gives kUnsupported.
 StatusOr<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options);
+
+// The devices of the backend table, and whether this build has each one's backend:
+// {"cpu", true} with LibTorch, {"cpu", false} without.
+struct BackendEntry {
+  const char* device;
+  bool built;
+};
+std::vector<BackendEntry> Backends();
 
 }  // namespace mogserve::engine

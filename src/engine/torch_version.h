@@ -5,7 +5,7 @@
 
 namespace mogserve::engine {
 
-// "1.13.0", from LibTorch's version header at build time.
+// "1.13.0", from LibTorch's version header at build time; "none" in builds without LibTorch.
 std::string TorchVersion();
 
 }  // namespace mogserve::engine

@@ -1,5 +1,7 @@
 #include "image/resize.h"
 
+#include "image/opencv_resize.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -155,11 +157,13 @@ Letterbox FitLetterbox(int source_width, int source_height, int canvas_width, in
       std::clamp(static_cast<int>(std::lround(source_height * scale)), 1, canvas_height);
   box.to_source_x = static_cast<double>(source_width) / box.content_width;
   box.to_source_y = static_cast<double>(source_height) / box.content_height;
+  box.source_width = source_width;
+  box.source_height = source_height;
   return box;
 }
 
-Letterbox PlaceLetterbox(int source_width, int source_height, int content_width,
-                         int content_height, int canvas_width, int canvas_height) {
+Letterbox PlaceLetterbox(int source_width, int source_height, int content_width, int content_height,
+                         int canvas_width, int canvas_height) {
   Letterbox box;
   box.canvas_width = canvas_width;
   box.canvas_height = canvas_height;
@@ -170,14 +174,27 @@ Letterbox PlaceLetterbox(int source_width, int source_height, int content_width,
   box.content_height = std::clamp(content_height, 1, canvas_height);
   box.to_source_x = static_cast<double>(source_width) / box.content_width;
   box.to_source_y = static_cast<double>(source_height) / box.content_height;
+  box.source_width = source_width;
+  box.source_height = source_height;
   return box;
+}
+
+Image ScaleToContent(const Image& src, const Letterbox& box) {
+  if (src.width == box.content_width && src.height == box.content_height) return src;
+  if (box.filter == ResizeFilter::kOpenCvLinear) {
+    const double f = 1.0 / box.to_source_x;
+    Image out = ResizeLinearLikeOpenCv(src, f, f);
+    if (out.width == box.content_width && out.height == box.content_height) return out;
+    // A decoder-reduced source: its factor differs from the letterbox's; fall through.
+  }
+  return Resize(src, box.content_width, box.content_height);
 }
 
 Image RenderLetterbox(const Image& src, const Letterbox& box) {
   if (box.canvas_width <= 0 || box.canvas_height <= 0) return Image();
   Image canvas(box.canvas_width, box.canvas_height);
   if (src.empty() || box.content_width <= 0 || box.content_height <= 0) return canvas;
-  const Image content = Resize(src, box.content_width, box.content_height);
+  const Image content = ScaleToContent(src, box);
   const size_t content_row_bytes = static_cast<size_t>(content.width) * 3;
   for (int y = 0; y < content.height; ++y) {
     std::memcpy(canvas.pixel(0, y), content.pixel(0, y), content_row_bytes);

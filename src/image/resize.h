@@ -9,6 +9,10 @@ namespace mogserve::image {
 // reductions do not alias; plain bilinear with half-pixel centres when enlarging.
 Image Resize(const Image& src, int dst_width, int dst_height);
 
+// How a picture is scaled to its content size: Resize() above, or cv2.resize's INTER_LINEAR by
+// the factor 1 / to_source_x on both axes (opencv_resize.h; the modelscope input policy).
+enum class ResizeFilter { kAntialiased, kOpenCvLinear };
+
 // Where an image sits inside a canvas after letterboxing: top-left anchored, scaled by the same
 // factor on both axes, the rest of the canvas filled with zeros (padding only right/bottom).
 struct Letterbox {
@@ -19,7 +23,15 @@ struct Letterbox {
   // Multiply canvas pixel coordinates by these to get coordinates in the original picture.
   double to_source_x = 1.0;
   double to_source_y = 1.0;
+  ResizeFilter filter = ResizeFilter::kAntialiased;
+  // The original picture's size (0 when unknown: content x to_source then stands for it).
+  int source_width = 0;
+  int source_height = 0;
 };
+
+// `src` scaled to box.content_width x box.content_height with box.filter (a copy when the sizes
+// already match).
+Image ScaleToContent(const Image& src, const Letterbox& box);
 
 // The geometry for fitting a source of source_width x source_height into the canvas keeping the
 // aspect ratio. content sizes are round(side * scale), at least 1.
@@ -27,8 +39,8 @@ Letterbox FitLetterbox(int source_width, int source_height, int canvas_width, in
 
 // The geometry for a source scaled to an explicit content size (each side at least 1 and at most
 // the canvas side) inside a canvas: for input policies whose scale is not "fit the canvas".
-Letterbox PlaceLetterbox(int source_width, int source_height, int content_width,
-                         int content_height, int canvas_width, int canvas_height);
+Letterbox PlaceLetterbox(int source_width, int source_height, int content_width, int content_height,
+                         int canvas_width, int canvas_height);
 
 // Resizes `src` to box.content_width x box.content_height and places it at the origin of a
 // box.canvas_width x box.canvas_height canvas, zero padding.

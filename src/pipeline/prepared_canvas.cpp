@@ -11,7 +11,7 @@ void RenderInto(const image::Image& src, const image::Letterbox& box, uint8_t* c
   image::Image resized;
   const image::Image* content = &src;
   if (src.width != box.content_width || src.height != box.content_height) {
-    resized = image::Resize(src, box.content_width, box.content_height);
+    resized = image::ScaleToContent(src, box);
     content = &resized;
   }
   const size_t row_bytes = static_cast<size_t>(box.canvas_width) * 3;

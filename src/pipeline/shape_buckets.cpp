@@ -1,7 +1,12 @@
 #include "pipeline/shape_buckets.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <map>
+#include <mutex>
+
+#include "image/opencv_resize.h"
 
 namespace mogserve::pipeline {
 namespace {
@@ -16,6 +21,14 @@ int RoundUp(int side, int multiple) {
 }
 
 }  // namespace
+
+// Slot i holds an exact shape once assigned (width << 16 | height, 0 while free); shape() reads
+// it without the lock.
+struct ShapeBuckets::ExactSlots {
+  std::mutex mu;
+  std::map<std::pair<int, int>, int> index;  // guarded by mu
+  std::atomic<uint32_t> packed[kModelScopeExactSlots] = {};
+};
 
 const char* InputPolicyName(InputPolicy policy) {
   switch (policy) {
@@ -74,23 +87,66 @@ StatusOr<ShapeBuckets> ShapeBuckets::Target(int target, int multiple) {
   return b;
 }
 
-ShapeBuckets ShapeBuckets::ModelScope(int multiple) {
+ShapeBuckets ShapeBuckets::ModelScope(int overflow_multiple) {
   ShapeBuckets b;
   b.policy_ = InputPolicy::kModelScope;
-  b.multiple_ = std::max(1, multiple);
+  b.multiple_ = std::max(1, overflow_multiple);
   b.grid_ = RoundUp(kModelScopeMaxSide, b.multiple_) / b.multiple_;
+  b.exact_ = std::make_shared<ExactSlots>();
   return b;
 }
 
 int ShapeBuckets::size() const {
-  return policy_ == InputPolicy::kModelScope ? grid_ * grid_ : static_cast<int>(shapes_.size());
+  return policy_ == InputPolicy::kModelScope ? kModelScopeExactSlots + grid_ * grid_
+                                             : static_cast<int>(shapes_.size());
 }
 
 CanvasShape ShapeBuckets::shape(int bucket) const {
   if (policy_ == InputPolicy::kModelScope) {
-    return {(bucket % grid_ + 1) * multiple_, (bucket / grid_ + 1) * multiple_};
+    if (bucket < kModelScopeExactSlots) {
+      // A free slot stands for the largest shape it may get (buffer plans stay conservative).
+      const uint32_t p = exact_->packed[bucket].load(std::memory_order_acquire);
+      if (p == 0) return {kModelScopeMaxSide, kModelScopeMaxSide};
+      return {static_cast<int>(p >> 16), static_cast<int>(p & 0xffff)};
+    }
+    const int cell = bucket - kModelScopeExactSlots;
+    return {(cell % grid_ + 1) * multiple_, (cell / grid_ + 1) * multiple_};
   }
   return shapes_[bucket];
+}
+
+ShapeBuckets::Placement ShapeBuckets::PlaceModelScope(int width, int height) const {
+  const int long_side = std::max(width, height);
+  const double s = long_side > kModelScopeMaxSide
+                       ? static_cast<double>(kModelScopeResizedSide) / long_side
+                       : 1.0;
+  const int content_w = std::max(1, image::OpenCvScaledSide(width, s));
+  const int content_h = std::max(1, image::OpenCvScaledSide(height, s));
+  Placement p;
+  CanvasShape canvas{content_w, content_h};
+  {
+    std::lock_guard<std::mutex> lock(exact_->mu);
+    auto it = exact_->index.find({content_w, content_h});
+    if (it == exact_->index.end() && exact_->index.size() < kModelScopeExactSlots) {
+      const int slot = static_cast<int>(exact_->index.size());
+      exact_->packed[slot].store(static_cast<uint32_t>(content_w) << 16 | content_h,
+                                 std::memory_order_release);
+      it = exact_->index.emplace(std::make_pair(content_w, content_h), slot).first;
+    }
+    if (it != exact_->index.end()) {
+      p.bucket = it->second;
+    } else {  // every slot taken: pad into the overflow grid
+      canvas = {RoundUp(content_w, multiple_), RoundUp(content_h, multiple_)};
+      p.bucket = kModelScopeExactSlots + (canvas.height / multiple_ - 1) * grid_ +
+                 (canvas.width / multiple_ - 1);
+    }
+  }
+  p.letterbox =
+      image::PlaceLetterbox(width, height, content_w, content_h, canvas.width, canvas.height);
+  // Boxes are divided by ModelScope's own factor on both axes, not by the rounded side ratio.
+  p.letterbox.to_source_x = p.letterbox.to_source_y = 1.0 / s;
+  p.letterbox.filter = image::ResizeFilter::kOpenCvLinear;
+  return p;
 }
 
 ShapeBuckets::Placement ShapeBuckets::Place(int width, int height) const {
@@ -102,44 +158,36 @@ ShapeBuckets::Placement ShapeBuckets::Place(int width, int height) const {
     p.letterbox = image::FitLetterbox(width, height, target_, target_);
     return p;
   }
-  const double scale = policy_ == InputPolicy::kBucket ? static_cast<double>(target_) / long_side
-                       : long_side > kModelScopeMaxSide
-                           ? static_cast<double>(kModelScopeResizedSide) / long_side
-                           : 1.0;
+  if (policy_ == InputPolicy::kModelScope) return PlaceModelScope(width, height);
+  const double scale = static_cast<double>(target_) / long_side;
   const int content_w = std::max(1, static_cast<int>(std::lround(width * scale)));
   const int content_h = std::max(1, static_cast<int>(std::lround(height * scale)));
-  CanvasShape canvas;
-  if (policy_ == InputPolicy::kModelScope) {
-    canvas = {RoundUp(content_w, multiple_), RoundUp(content_h, multiple_)};
-    p.bucket = (canvas.height / multiple_ - 1) * grid_ + (canvas.width / multiple_ - 1);
-  } else {
-    int64_t best_area = -1;
-    for (int i = 0; i < static_cast<int>(shapes_.size()); ++i) {
-      const CanvasShape& s = shapes_[i];
-      if (s.width < content_w || s.height < content_h) continue;
-      const int64_t area = int64_t{s.width} * s.height;
-      if (best_area < 0 || area < best_area) {
-        best_area = area;
-        p.bucket = i;
-      }
+  int64_t best_area = -1;
+  for (int i = 0; i < static_cast<int>(shapes_.size()); ++i) {
+    const CanvasShape& s = shapes_[i];
+    if (s.width < content_w || s.height < content_h) continue;
+    const int64_t area = int64_t{s.width} * s.height;
+    if (best_area < 0 || area < best_area) {
+      best_area = area;
+      p.bucket = i;
     }
-    canvas = shapes_[p.bucket];  // the square always holds the content
   }
+  const CanvasShape canvas = shapes_[p.bucket];  // the square always holds the content
   p.letterbox =
       image::PlaceLetterbox(width, height, content_w, content_h, canvas.width, canvas.height);
   return p;
 }
 
 int ShapeBuckets::MinDecodeLongSide() const {
-  // ModelScope keeps pictures up to 1500 px as they are: a DCT-halved one of them would be
-  // under 1000, so only pictures over 2000 px (which it scales to 1000 anyway) get reduced.
-  return policy_ == InputPolicy::kModelScope ? kModelScopeResizedSide : target_;
+  // ModelScope resizes the full picture with cv2: a DCT-reduced decode would not match it.
+  return policy_ == InputPolicy::kModelScope ? 0 : target_;
 }
 
 std::string ShapeBuckets::Describe() const {
   if (policy_ == InputPolicy::kModelScope) {
-    return "modelscope (original size, long side > 1500 scaled to 1000, padded to multiples of " +
-           std::to_string(multiple_) + ")";
+    return "modelscope (exact size, long side > 1500 scaled to 1000 by cv2.resize's bilinear; " +
+           std::to_string(kModelScopeExactSlots) + " exact-shape buckets, later new shapes " +
+           "padded to multiples of " + std::to_string(multiple_) + ")";
   }
   std::string text = std::string(InputPolicyName(policy_)) + " " + std::to_string(target_) + " (";
   for (size_t i = 0; i < shapes_.size(); ++i) {

@@ -3,6 +3,7 @@
 // Torch-free; the scheduler only sees the bucket index.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,7 +16,7 @@ namespace mogserve::pipeline {
 enum class InputPolicy {
   kFixed,       // SSD: letterbox into one fixed square
   kBucket,      // long side scaled to a target (up or down); the smallest bucket that holds it
-  kModelScope,  // MogFace as ModelScope runs it: original size, long side > 1500 → 1000
+  kModelScope,  // MogFace as ModelScope runs it: exact size, long side > 1500 → 1000 by cv2
 };
 // "fixed", "bucket", "modelscope".
 const char* InputPolicyName(InputPolicy policy);
@@ -35,10 +36,16 @@ class ShapeBuckets {
   // orientations, every side rounded up to `multiple` (MogFace: 32, spec §10.1). A picture goes
   // to the smallest-area canvas that holds it. target must be a positive multiple of `multiple`.
   static StatusOr<ShapeBuckets> Target(int target, int multiple);
-  // ModelScope: the picture keeps its size unless its long side exceeds 1500, then it is
-  // scaled to 1000; padded bottom/right to multiples of `multiple`, one bucket per padded shape
-  // (up to 1504 x 1504 for multiple 32).
-  static ShapeBuckets ModelScope(int multiple);
+  // ModelScope's pipeline exactly (specs/mogface.md §6b): the picture keeps its size unless its
+  // long side exceeds 1500; then cv2.resize scales it by s = 1000 / long side (INTER_LINEAR,
+  // sides round(n·s); reproduced by image/opencv_resize.h) and boxes are divided by s. No
+  // padding: each exact shape is its own bucket. Buckets are kModelScopeExactSlots slots given
+  // to shapes as they first arrive (shared by copies of this object; thread-safe); once all
+  // are taken, further new shapes are padded to multiples of `overflow_multiple` into a grid of
+  // buckets after the slots (Describe() says so), so a long-running server keeps a bounded
+  // scheduler.
+  static ShapeBuckets ModelScope(int overflow_multiple);
+  static constexpr int kModelScopeExactSlots = 2048;
 
   InputPolicy policy() const { return policy_; }
   int size() const;                     // number of buckets
@@ -52,7 +59,7 @@ class ShapeBuckets {
   Placement Place(int width, int height) const;
 
   // The smallest long side a decoder may reduce a picture to (JPEG DCT scaling) without losing
-  // pixels the canvas needs.
+  // pixels the canvas needs; 0 = no reduction (modelscope: cv2.resize runs on the full picture).
   int MinDecodeLongSide() const;
 
   // "bucket 640 (640x640, 640x480, 480x640, 640x384, 384x640)", "modelscope (pad to 32)", ...
@@ -62,8 +69,13 @@ class ShapeBuckets {
   InputPolicy policy_ = InputPolicy::kFixed;
   int target_ = 0;
   int multiple_ = 1;
-  std::vector<CanvasShape> shapes_;  // kFixed, kBucket: explicit; kModelScope: a grid
-  int grid_ = 0;                     // kModelScope: cells per side
+  struct ExactSlots;  // kModelScope: the slot table
+
+  Placement PlaceModelScope(int width, int height) const;
+
+  std::vector<CanvasShape> shapes_;  // kFixed, kBucket: explicit
+  int grid_ = 0;                     // kModelScope: overflow grid cells per side
+  std::shared_ptr<ExactSlots> exact_;
 };
 
 }  // namespace mogserve::pipeline

@@ -159,7 +159,7 @@ TEST(MogFaceDetectE2E, BadFlagsAreUsageErrorsNamingTheFlag) {
        "--model: model 'yolo' is not known; allowed: ssd, mogface"},
       {{"detect", "--model", "mogface", "--synthetic-weights", "r50", "--precision", "fp16", photo},
        2,
-       "needs a CUDA device"},
+       "it needs a CUDA backend, which mogserve does not have yet"},
       {{"detect", "--model", "mogface", "--synthetic-weights", "r50", "--precision", "int8", photo},
        2,
        "--precision: precision 'int8' is not known; allowed: fp32, bf16, fp16"},

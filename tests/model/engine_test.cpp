@@ -101,9 +101,12 @@ void CreateReportsBadOptionsAndMissingFiles() {
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
   EXPECT_THAT(r.status().message(), HasSubstr("'cuda'"));
   EXPECT_THAT(r.status().message(), HasSubstr("allowed: cpu"));
+  ASSERT_EQ(Backends().size(), 1u);
+  EXPECT_STREQ(Backends()[0].device, "cpu");
+  EXPECT_TRUE(Backends()[0].built);
 
   EngineOptions negative = ModelOptions();
-  negative.threads = -1;
+  negative.cpu.threads = -1;
   r = CreateEngine(negative);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
@@ -118,13 +121,15 @@ void CreateReportsBadOptionsAndMissingFiles() {
   r = CreateEngine(empty);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidData) << r.status().ToString();
-  EXPECT_THAT(r.status().message(), HasSubstr("lack tensor 'MobilenetV1/Conv2d_0_pointwise"));
+  EXPECT_THAT(r.status().message(), HasSubstr("missing: MobilenetV1/Conv2d_0_pointwise"));
   std::filesystem::remove_all(dir);
 }
 
+// The CPU backend's thread count is process-wide, set by the first engine (ctest runs each test
+// in its own process, so this one's engine is the first).
 void ThreadsMacsAndEmptyBatch() {
   EngineOptions options = ModelOptions();
-  options.threads = 3;  // neither the default (0) nor the number of cores here
+  options.cpu.threads = 3;  // neither the default (0) nor the number of cores here
   auto created = CreateEngine(options);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   Engine& engine = **created;
@@ -145,12 +150,19 @@ void ThreadsMacsAndEmptyBatch() {
   EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(empty.status().message(), HasSubstr("empty"));
 
-  // threads = 0 means one per core.
-  options.threads = 0;
+  // A second engine with the same count shares the setting; another count is refused (0 means
+  // one per core) instead of silently changing the first engine's threads.
+  auto same = CreateEngine(options);
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_EQ((*same)->info().threads, 3);
+  options.cpu.threads = 0;
   auto all_cores = CreateEngine(options);
-  ASSERT_TRUE(all_cores.ok()) << all_cores.status().ToString();
-  EXPECT_EQ((*all_cores)->info().threads, AvailableCores());
-  EXPECT_EQ(at::get_num_threads(), AvailableCores());
+  if (AvailableCores() != 3) {
+    ASSERT_FALSE(all_cores.ok());
+    EXPECT_EQ(all_cores.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_THAT(all_cores.status().message(), HasSubstr("runs 3 intra-op threads"));
+  }
+  EXPECT_EQ(at::get_num_threads(), 3);
 }
 
 TEST(EngineTest, CreateErrorsThreadsMacsAndEmptyBatch) {
@@ -222,7 +234,7 @@ TEST(EngineTest, NchwAndChannelsLastAgree) {
   BatchOutputs outputs[2];
   for (bool channels_last : {true, false}) {
     EngineOptions options = ModelOptions();
-    options.channels_last = channels_last;
+    options.cpu.channels_last = channels_last;
     auto created = CreateEngine(options);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
     EXPECT_THAT((*created)->info().Describe(), HasSubstr(channels_last ? "channels-last" : "NCHW"));

@@ -1,20 +1,28 @@
-// C++ MogFace against the independent Python reference (tests/reference/), on seeded synthetic
-// checkpoints and images that tests/reference/make_golden.sh writes before these tests run.
-#include <ATen/ATen.h>
+// The CPU engine's MogFace (the plan-based LibTorch backend) against the independent Python
+// reference (tests/reference/), on seeded synthetic checkpoints and images that
+// tests/reference/make_golden.sh writes before these tests run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
-#include <fstream>
-#include <nlohmann/json.hpp>
+#include <cstring>
 
-#include "common/file_util.h"
-#include "model/checkpoint_loader.h"
-#include "model/mogface/mogface_net.h"
+#include "engine/engine.h"
+#include "golden.h"
+#include "image/decode.h"
 #include "model/mogface/mogface_postprocess.h"
-#include "model/mogface/mogface_preprocess.h"
+#include "pipeline/prepared_image.h"
+#include "pipeline/shape_buckets.h"
 
 namespace mogserve::model::mogface {
 namespace {
+
+using engine::BatchOutputs;
+using engine::Precision;
+using golden::Golden;
+using golden::GoldenPath;
+using golden::ReadGolden;
 
 // FP32 parity bound on conf and loc. The reference's own FP32-vs-FP64 error is 3.4e-6
 // (tests/reference/README.md); oneDNN's channels-last summation order adds about as much.
@@ -24,71 +32,40 @@ constexpr float kFp32Tolerance = 1e-4f;
 constexpr float kBf16ConfTolerance = 0.06f;
 constexpr float kBf16LocTolerance = 0.035f;
 
-std::string GoldenPath(const std::string& name) {
-  return std::string(MOGSERVE_GOLDEN_DIR) + "/" + name;
-}
-
-struct Golden {
-  int height = 0, width = 0;                // the picture
-  int padded_height = 0, padded_width = 0;  // the network input
-  image::Image picture;
-  std::vector<float> conf, loc;
-  nlohmann::json meta;  // the sidecar: post-processing options and the reference's detections
-};
-
-Golden ReadGolden(const std::string& stem) {
-  Golden g;
-  std::ifstream json_file(GoldenPath(stem + ".json"));
-  g.meta = nlohmann::json::parse(json_file);
-  const nlohmann::json& meta = g.meta;
-  g.height = meta["image"]["height"];
-  g.width = meta["image"]["width"];
-  g.padded_height = meta["input_shape"][2];
-  g.padded_width = meta["input_shape"][3];
-  auto rgb = ReadFileBytes(GoldenPath(stem + ".rgb"));
-  EXPECT_TRUE(rgb.ok()) << rgb.status().ToString();
-  g.picture = image::Image(g.width, g.height);
-  if (rgb.ok()) g.picture.data = *rgb;
-  auto bin = ReadFileBytes(GoldenPath(stem + ".bin"));
-  EXPECT_TRUE(bin.ok()) << bin.status().ToString();
-  if (!bin.ok()) return g;
-  std::vector<float> all(bin->size() / 4);
-  std::memcpy(all.data(), bin->data(), all.size() * 4);
-  const size_t anchors = all.size() / 5;  // conf (S x 1) then loc (S x 4)
-  g.conf.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(anchors));
-  g.loc.assign(all.begin() + static_cast<std::ptrdiff_t>(anchors), all.end());
-  return g;
-}
-
-float MaxAbsDiff(const at::Tensor& t, const std::vector<float>& expected) {
-  const at::Tensor flat = t.contiguous().view({-1});
-  EXPECT_EQ(static_cast<size_t>(flat.numel()), expected.size());
-  if (static_cast<size_t>(flat.numel()) != expected.size()) return INFINITY;
-  const float* p = flat.data_ptr<float>();
+float MaxAbsDiff(const std::vector<float>& got, const std::vector<float>& expected) {
+  EXPECT_EQ(got.size(), expected.size());
+  if (got.size() != expected.size()) return INFINITY;
   float worst = 0;
-  for (size_t i = 0; i < expected.size(); ++i)
-    worst = std::max(worst, std::abs(p[i] - expected[i]));
+  for (size_t i = 0; i < expected.size(); ++i) {
+    worst = std::max(worst, std::abs(got[i] - expected[i]));
+  }
   return worst;
 }
 
-MogFaceOutputs RunNet(const MogFaceNet& net, const Golden& g) {
-  std::vector<float> input = NormalizeAndPad(g.picture, g.padded_width, g.padded_height);
-  const at::Tensor x =
-      at::from_blob(input.data(), {1, 3, g.padded_height, g.padded_width}, at::kFloat).clone();
-  auto out = net.Forward(x);
+// The golden picture at the top-left of its padded input, through the engine (which zeroes the
+// padding after normalisation, as the reference pads its normalised tensor).
+BatchOutputs RunEngine(engine::Engine& e, const Golden& g) {
+  const image::Letterbox box =
+      image::PlaceLetterbox(g.width, g.height, g.width, g.height, g.padded_width, g.padded_height);
+  const image::Image canvas = image::RenderLetterbox(g.picture, box);
+  engine::CanvasBatch batch;
+  batch.width = g.padded_width;
+  batch.height = g.padded_height;
+  batch.canvases = {canvas.data.data()};
+  batch.geometry = {box};
+  auto out = e.Forward(batch);
   EXPECT_TRUE(out.ok()) << out.status().ToString();
-  return out.ok() ? *out : MogFaceOutputs{};
+  return out.ok() ? std::move(out).value() : BatchOutputs{};
 }
 
-std::unique_ptr<MogFaceNet> Load(const std::string& file, at::ScalarType dtype) {
-  auto weights = LoadCheckpoint(GoldenPath(file));
-  EXPECT_TRUE(weights.ok()) << weights.status().ToString();
-  if (!weights.ok()) return nullptr;
-  MogFaceOptions options;
-  options.dtype = dtype;
-  auto net = MogFaceNet::Create(*weights, options);
-  EXPECT_TRUE(net.ok()) << net.status().ToString();
-  return net.ok() ? std::move(net).value() : nullptr;
+std::unique_ptr<engine::Engine> Load(const std::string& file, Precision precision) {
+  engine::EngineOptions options;
+  options.model = engine::ModelKind::kMogFace;
+  options.weights = GoldenPath(file);
+  options.precision = precision;
+  auto e = engine::CreateEngine(options);
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  return e.ok() ? std::move(e).value() : nullptr;
 }
 
 MogFacePostOptions PostOptions(const Golden& g) {
@@ -101,46 +78,29 @@ MogFacePostOptions PostOptions(const Golden& g) {
   return options;
 }
 
-// The reference's post-processed faces, in order, within the given tolerances.
-void ExpectReferenceFaces(const Golden& g, const std::vector<Detection>& faces, float box_px,
-                          float score) {
-  const nlohmann::json& boxes = g.meta["detections"]["boxes"];
-  const nlohmann::json& scores = g.meta["detections"]["scores"];
-  ASSERT_EQ(faces.size(), boxes.size());
-  ASSERT_GT(faces.size(), 0u);
-  for (size_t i = 0; i < faces.size(); ++i) {
-    EXPECT_NEAR(faces[i].score, scores[i].get<float>(), score) << "face " << i;
-    const float expected[4] = {boxes[i][0], boxes[i][1], boxes[i][2], boxes[i][3]};
-    const float got[4] = {faces[i].x1, faces[i].y1, faces[i].x2, faces[i].y2};
-    for (int k = 0; k < 4; ++k) EXPECT_NEAR(got[k], expected[k], box_px) << "face " << i;
-  }
-}
-
 // FP32 within kFp32Tolerance at an even padded size and an odd unpadded one (the FPN's crop);
 // BF16 within its bounds; prints the measured differences.
 void CheckVariant(const std::string& variant) {
-  const std::unique_ptr<MogFaceNet> fp32 = Load(variant + ".safetensors", at::kFloat);
-  const std::unique_ptr<MogFaceNet> bf16 = Load(variant + ".safetensors", at::kBFloat16);
+  const std::unique_ptr<engine::Engine> fp32 = Load(variant + ".safetensors", Precision::kFp32);
+  const std::unique_ptr<engine::Engine> bf16 = Load(variant + ".safetensors", Precision::kBf16);
   ASSERT_TRUE(fp32 && bf16);
   for (const std::string suffix : {"_64x96", "_65x97_nopad"}) {
     SCOPED_TRACE(variant + suffix);
     const Golden g = ReadGolden(variant + suffix);
-    const MogFaceOutputs a = RunNet(*fp32, g);
-    const float conf = MaxAbsDiff(a.conf, g.conf), loc = MaxAbsDiff(a.loc, g.loc);
+    const BatchOutputs a = RunEngine(*fp32, g);
+    const float conf = MaxAbsDiff(a.scores, g.conf), loc = MaxAbsDiff(a.box_encodings, g.loc);
     EXPECT_LE(conf, kFp32Tolerance);
     EXPECT_LE(loc, kFp32Tolerance);
     // End to end in C++ (network + post-processing): the reference's detections.
     const std::vector<float> anchors =
-        MogFaceAnchors(g.padded_height, g.padded_width, fp32->variant());
-    const at::Tensor c = a.conf.contiguous(), l = a.loc.contiguous();
-    ExpectReferenceFaces(
+        MogFaceAnchors(g.padded_height, g.padded_width, *ParseVariant(variant));
+    golden::ExpectReferenceFaces(
         g,
-        PostprocessMogFace({c.data_ptr<float>(), static_cast<size_t>(c.numel())},
-                           {l.data_ptr<float>(), static_cast<size_t>(l.numel())}, anchors,
-                           g.meta["resize_scale"].get<float>(), PostOptions(g)),
+        PostprocessMogFace(a.scores, a.box_encodings, anchors, g.meta["resize_scale"].get<float>(),
+                           PostOptions(g)),
         /*box_px=*/0.01f, /*score=*/1e-4f);
-    const MogFaceOutputs b = RunNet(*bf16, g);
-    const float conf16 = MaxAbsDiff(b.conf, g.conf), loc16 = MaxAbsDiff(b.loc, g.loc);
+    const BatchOutputs b = RunEngine(*bf16, g);
+    const float conf16 = MaxAbsDiff(b.scores, g.conf), loc16 = MaxAbsDiff(b.box_encodings, g.loc);
     EXPECT_LE(conf16, kBf16ConfTolerance);
     EXPECT_LE(loc16, kBf16LocTolerance);
     std::printf("%s%s: fp32 max|dconf| %.2e max|dloc| %.2e; bf16 %.2e %.2e\n", variant.c_str(),
@@ -156,10 +116,11 @@ void CheckPostprocess(const std::string& stem, Variant variant) {
   const std::vector<float> anchors = MogFaceAnchors(g.padded_height, g.padded_width, variant);
   ASSERT_EQ(anchors.size(), g.conf.size() * 4);
   // Same inputs as the reference: only exp() and NMS order could differ, and must not.
-  ExpectReferenceFaces(g,
-                       PostprocessMogFace(g.conf, g.loc, anchors,
-                                          g.meta["resize_scale"].get<float>(), PostOptions(g)),
-                       /*box_px=*/1e-3f, /*score=*/0.0f);
+  golden::ExpectReferenceFaces(
+      g,
+      PostprocessMogFace(g.conf, g.loc, anchors, g.meta["resize_scale"].get<float>(),
+                         PostOptions(g)),
+      /*box_px=*/1e-3f, /*score=*/0.0f);
 }
 
 TEST(MogFaceParity, PostprocessingMatchesTheReference) {
@@ -185,17 +146,87 @@ TEST(MogFaceParity, R50MatchesTheReference) {
 // torch.save zip, and a zip wrapped under "net" with "module." keys (as DataParallel saves).
 TEST(MogFaceParity, CheckpointFormatsGiveIdenticalOutputs) {
   const Golden g = ReadGolden("R50_64x96");
-  std::vector<MogFaceOutputs> outs;
+  std::vector<BatchOutputs> outs;
   for (const char* file : {"R50.safetensors", "R50.pt", "R50_wrapped.pt"}) {
     SCOPED_TRACE(file);
-    const std::unique_ptr<MogFaceNet> net = Load(file, at::kFloat);
-    ASSERT_TRUE(net);
-    outs.push_back(RunNet(*net, g));
+    const std::unique_ptr<engine::Engine> e = Load(file, Precision::kFp32);
+    ASSERT_TRUE(e);
+    outs.push_back(RunEngine(*e, g));
   }
   for (size_t i = 1; i < outs.size(); ++i) {
-    EXPECT_TRUE(at::equal(outs[0].conf, outs[i].conf));
-    EXPECT_TRUE(at::equal(outs[0].loc, outs[i].loc));
+    EXPECT_EQ(outs[0].scores, outs[i].scores);
+    EXPECT_EQ(outs[0].box_encodings, outs[i].box_encodings);
   }
+}
+
+// --input-policy modelscope against ModelScope's steps in the reference (modelscope_golden.py):
+// exact size, cv2.resize over 1500 px, boxes divided by its factor. mogserve clips boxes to the
+// picture (ModelScope does not): the reference's are clipped the same way here.
+void CheckModelScopePolicy(const std::string& stem, const std::string& photo, int crop_x,
+                           int crop_y) {
+  SCOPED_TRACE(stem);
+  std::ifstream json_file(GoldenPath(stem + ".json"));
+  nlohmann::json meta = nlohmann::json::parse(json_file);
+  const int width = meta["image"]["width"], height = meta["image"]["height"];
+  auto bytes = ReadFileBytes(std::string(MOGSERVE_TEST_DATA_DIR) + "/photos/" + photo);
+  ASSERT_TRUE(bytes.ok());
+  const pipeline::ShapeBuckets buckets = pipeline::ShapeBuckets::ModelScope(32);
+  pipeline::PreparedImage prepared;
+  if (crop_x < 0) {  // the whole photo, bytes to canvas as the pipeline prepares it
+    auto p = pipeline::PrepareImage(*bytes, buckets, {});
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    prepared = std::move(*p);
+  } else {  // a crop of the decoded photo: an odd size
+    auto decoded = image::Decode(*bytes, {});
+    ASSERT_TRUE(decoded.ok());
+    image::Image crop(width, height);
+    for (int y = 0; y < height; ++y) {
+      std::memcpy(crop.pixel(0, y), decoded->image.pixel(crop_x, crop_y + y), width * 3);
+    }
+    const pipeline::ShapeBuckets::Placement placed = buckets.Place(width, height);
+    prepared.bucket = placed.bucket;
+    prepared.letterbox = placed.letterbox;
+    prepared.canvas = image::RenderLetterbox(crop, placed.letterbox);
+  }
+  EXPECT_EQ(prepared.canvas.width, meta["input_hw"][1].get<int>());
+  EXPECT_EQ(prepared.canvas.height, meta["input_hw"][0].get<int>());
+  const std::unique_ptr<engine::Engine> e = Load("R50.safetensors", Precision::kFp32);
+  ASSERT_TRUE(e);
+  engine::CanvasBatch batch;
+  batch.width = buckets.shape(prepared.bucket).width;
+  batch.height = buckets.shape(prepared.bucket).height;
+  batch.canvases = {prepared.canvas.data.data()};
+  batch.geometry = {prepared.letterbox};
+  auto out = e->Forward(batch);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  DetectOptions options = e->default_detect_options();
+  options.score_threshold = meta["postprocess"]["score_threshold"];
+  const std::vector<Detection> faces = e->Postprocess(*out, 0, prepared.letterbox, options);
+  nlohmann::json& boxes = meta["detections"]["boxes"];
+  nlohmann::json kept_boxes = nlohmann::json::array(), kept_scores = nlohmann::json::array();
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    std::array<float, 4> b;
+    for (int k = 0; k < 4; ++k) {
+      b[k] = std::clamp(boxes[i][k].get<float>(), 0.0f, static_cast<float>(k % 2 ? height : width));
+    }
+    if (b[2] > b[0] && b[3] > b[1]) {
+      kept_boxes.push_back(b);
+      kept_scores.push_back(meta["detections"]["scores"][i]);
+    }
+  }
+  Golden g;
+  g.meta["detections"] = {{"boxes", kept_boxes}, {"scores", kept_scores}};
+  std::printf("%s: %zu faces (reference %zu before clipping)\n", stem.c_str(), faces.size(),
+              boxes.size());
+  golden::ExpectReferenceFaces(g, faces, /*box_px=*/0.01f, /*score=*/1e-4f);
+}
+
+TEST(MogFaceParity, ModelScopePolicyOnAnOddSizedPicture) {
+  CheckModelScopePolicy("modelscope_odd", "grace_hopper.jpg", 3, 1);
+}
+
+TEST(MogFaceParity, ModelScopePolicyOnAPhotoResizedByCv2) {
+  CheckModelScopePolicy("modelscope_resized", "sample1.jpg", -1, -1);
 }
 
 }  // namespace

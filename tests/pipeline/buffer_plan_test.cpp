@@ -110,6 +110,8 @@ TEST_F(PlanFixture, UnmeasuredBucketsAreExtrapolatedByPixels) {
   auto buckets = ShapeBuckets::Target(64, 32);  // 64x64 only
   ASSERT_TRUE(buckets.ok());
   const ShapeBuckets modelscope = ShapeBuckets::ModelScope(32);
+  // Exact-shape buckets get their shape when first placed: these before the plan.
+  for (auto [w, h] : {std::pair{64, 64}, {128, 64}, {32, 32}, {1500, 1500}}) modelscope.Place(w, h);
   BufferPlanOptions options;
   options.budget_bytes = 64 * 64 * kBytesPerPixel * 4;  // four 64x64 images
   options.buckets = {modelscope.Place(64, 64).bucket};
@@ -119,6 +121,8 @@ TEST_F(PlanFixture, UnmeasuredBucketsAreExtrapolatedByPixels) {
   EXPECT_EQ(plan->max_batch_size(modelscope.Place(128, 64).bucket), 2);     // twice the pixels
   EXPECT_EQ(plan->max_batch_size(modelscope.Place(32, 32).bucket), 16);     // a quarter
   EXPECT_EQ(plan->max_batch_size(modelscope.Place(1500, 1500).bucket), 1);  // never below 1
+  // A shape first seen after the plan takes a slot planned as the largest shape: 1.
+  EXPECT_EQ(plan->max_batch_size(modelscope.Place(16, 16).bucket), 1);
   for (const FakeEngine::Call& c : engine.calls()) EXPECT_EQ(c.width, 64);  // only one measured
 }
 
@@ -179,6 +183,7 @@ TEST_F(PlanFixture, WithoutBatchEconomyBatchesStayAtOne) {
 TEST_F(PlanFixture, UnmeasuredBucketsTakeTheNearestKneeWithinTheirMemoryCap) {
   engine.SetMemory(0, 0, kBytesPerPixel);
   const ShapeBuckets modelscope = ShapeBuckets::ModelScope(32);
+  for (auto [w, h] : {std::pair{64, 64}, {64, 96}, {128, 128}}) modelscope.Place(w, h);
   BufferPlanOptions options;
   options.budget_bytes = 64 * 64 * kBytesPerPixel * 8;  // eight 64x64 images
   options.throughput_knee = 0.8;                        // measured bucket: knee 4 of 1, 2, 4, 8

@@ -73,35 +73,52 @@ TEST(ShapeBucketsTest, SmallTargetsCollapseDuplicateShapes) {
   EXPECT_FALSE(ShapeBuckets::Target(640, 0).ok());
 }
 
-TEST(ShapeBucketsTest, ModelScopeKeepsTheSizeAndPadsToTheMultiple) {
+TEST(ShapeBucketsTest, ModelScopeRunsTheExactSizeInItsOwnBucket) {
   const ShapeBuckets b = ShapeBuckets::ModelScope(32);
-  EXPECT_EQ(b.size(), 47 * 47);  // sides 32..1504
-  const ShapeBuckets::Placement p = b.Place(100, 50);
-  EXPECT_EQ(p.letterbox.content_width, 100);
-  EXPECT_EQ(p.letterbox.content_height, 50);
-  EXPECT_EQ(b.shape(p.bucket).width, 128);
-  EXPECT_EQ(b.shape(p.bucket).height, 64);
-  // Long side over 1500: scaled to 1000.
-  const ShapeBuckets::Placement big = b.Place(3000, 1500);
+  EXPECT_EQ(b.size(), ShapeBuckets::kModelScopeExactSlots + 47 * 47);
+  // Up to 1500 px: the exact size, no padding, one bucket per shape; the same shape again (also
+  // through a copy of the buckets) lands in the same bucket.
+  const ShapeBuckets::Placement p = b.Place(333, 517);
+  EXPECT_EQ(p.letterbox.content_width, 333);
+  EXPECT_EQ(p.letterbox.canvas_width, 333);
+  EXPECT_EQ(p.letterbox.canvas_height, 517);
+  EXPECT_EQ(b.shape(p.bucket).width, 333);
+  EXPECT_EQ(b.shape(p.bucket).height, 517);
+  EXPECT_EQ(p.letterbox.filter, image::ResizeFilter::kOpenCvLinear);
+  const ShapeBuckets copy = b;
+  EXPECT_EQ(copy.Place(333, 517).bucket, p.bucket);
+  EXPECT_NE(b.Place(334, 517).bucket, p.bucket);
+  EXPECT_EQ(b.Place(1500, 1500).letterbox.canvas_width, 1500);
+  // Long side over 1500: cv2's sides round(n·s), s = 1000 / long side; boxes map back by 1/s on
+  // both axes (ModelScope divides by its factor, not by the rounded side ratio).
+  const ShapeBuckets::Placement big = b.Place(1800, 1350);
   EXPECT_EQ(big.letterbox.content_width, 1000);
-  EXPECT_EQ(big.letterbox.content_height, 500);
-  EXPECT_EQ(b.shape(big.bucket).width, 1024);
-  EXPECT_EQ(b.shape(big.bucket).height, 512);
-  // Exactly 1500 stays.
-  EXPECT_EQ(b.Place(1500, 1500).letterbox.content_width, 1500);
-  EXPECT_EQ(b.shape(b.Place(1500, 1500).bucket).width, 1504);
-  for (auto [w, h] : {std::pair{1, 1}, {31, 33}, {1501, 2}, {4000, 4000}, {1504, 1}}) {
-    ExpectConsistent(b, w, h);
+  EXPECT_EQ(big.letterbox.content_height, 750);
+  EXPECT_EQ(b.shape(big.bucket).width, 1000);
+  EXPECT_DOUBLE_EQ(big.letterbox.to_source_x, 1.8);
+  EXPECT_DOUBLE_EQ(big.letterbox.to_source_y, 1.8);
+  const ShapeBuckets::Placement odd = b.Place(1501, 1333);
+  EXPECT_EQ(odd.letterbox.content_height, 888);  // 1333 · 1000/1501 = 888.07
+  EXPECT_DOUBLE_EQ(odd.letterbox.to_source_y, 1.501);
+  EXPECT_EQ(odd.letterbox.source_height, 1333);
+  EXPECT_EQ(b.MinDecodeLongSide(), 0);  // cv2 resizes the full picture: no DCT reduction
+}
+
+TEST(ShapeBucketsTest, ModelScopePadsNewShapesOnceEveryExactSlotIsTaken) {
+  const ShapeBuckets b = ShapeBuckets::ModelScope(32);
+  for (int i = 0; i < ShapeBuckets::kModelScopeExactSlots; ++i) {
+    const ShapeBuckets::Placement p = b.Place(1 + i % 1000, 1 + i / 1000);
+    ASSERT_EQ(p.bucket, i);
   }
-  // Every bucket index maps back to the shape it was computed from (the 1504 sides hold
-  // pictures of 1473..1500: longer ones are scaled to 1000).
-  for (int bucket : {0, 1, 46, 47, 2208}) {
-    const CanvasShape s = b.shape(bucket);
-    const int w = std::min(s.width, 1500), h = std::min(s.height, 1500);
-    EXPECT_EQ(b.shape(b.Place(w, h).bucket).width, s.width);
-    EXPECT_EQ(b.Place(w, h).bucket, bucket);
-  }
-  EXPECT_EQ(b.MinDecodeLongSide(), 1000);
+  const ShapeBuckets::Placement seen = b.Place(5, 1);  // an exact slot already
+  EXPECT_EQ(seen.bucket, 4);
+  const ShapeBuckets::Placement late = b.Place(100, 50);
+  EXPECT_GE(late.bucket, ShapeBuckets::kModelScopeExactSlots);
+  EXPECT_EQ(late.letterbox.content_width, 100);
+  EXPECT_EQ(late.letterbox.canvas_width, 128);
+  EXPECT_EQ(b.shape(late.bucket).width, 128);
+  EXPECT_EQ(b.shape(late.bucket).height, 64);
+  EXPECT_NE(b.Describe().find("padded to multiples of 32"), std::string::npos);
 }
 
 TEST(ShapeBucketsTest, ParseInputPolicy) {

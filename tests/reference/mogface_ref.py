@@ -410,16 +410,22 @@ class Prepared(NamedTuple):
     orig_hw: tuple
 
 
-def prepare(rgb_uint8_hwc, policy="modelscope", target_size=640, pad_multiple=32):
+def prepare(rgb_uint8_hwc, policy="modelscope", target_size=640, pad_multiple=32, resize="exact"):
     """Issue 3 input policies + spec §6a normalisation + spec §10.1 padding.
 
-    Resize (policy_scale / resize_bilinear_uint8), normalise, then pad bottom/right with 0
-    (= the mean colour after normalisation) to multiples of `pad_multiple` (1 = no padding,
-    ModelScope's own behaviour). Anchors need no shift for bottom/right padding."""
+    Resize (policy_scale, then resize_bilinear_uint8, or with resize="cv2" ModelScope's own
+    cv2.resize(img, None, fx=ss, fy=ss), which needs python3-opencv), normalise, then pad
+    bottom/right with 0 (= the mean colour after normalisation) to multiples of `pad_multiple`
+    (1 = no padding, ModelScope's own behaviour). Anchors need no shift for bottom/right
+    padding."""
     img = torch.as_tensor(rgb_uint8_hwc)
     h, w = int(img.shape[0]), int(img.shape[1])
     ss, nh, nw = policy_scale(h, w, policy, target_size)
-    if (nh, nw) != (h, w):
+    if ss != 1.0 and resize == "cv2":
+        import cv2  # only this path needs it
+        img = torch.as_tensor(cv2.resize(img.numpy(), None, fx=ss, fy=ss))
+        nh, nw = int(img.shape[0]), int(img.shape[1])
+    elif (nh, nw) != (h, w):
         img = resize_bilinear_uint8(img, nh, nw, ss)
     x = normalize(img)
     m = max(1, int(pad_multiple))

@@ -74,4 +74,54 @@ std::vector<Detection> PostprocessMogFace(std::span<const float> conf, std::span
   return NonMaxSuppression(std::move(boxes), options.nms_iou, options.max_faces, &IoUPlusOne);
 }
 
+DetectOptions MogFaceDefaultDetectOptions() {
+  const MogFacePostOptions post;
+  DetectOptions d;
+  d.score_threshold = post.score_threshold;
+  d.top_k = post.top_k;
+  d.nms_iou = post.nms_iou;
+  d.max_faces = post.max_faces;
+  return d;
+}
+
+std::vector<Detection> MogFaceDetections(std::span<const float> conf, std::span<const float> loc,
+                                         std::span<const float> anchors,
+                                         const image::Letterbox& letterbox,
+                                         const DetectOptions& options) {
+  MogFacePostOptions post;
+  post.score_threshold = options.score_threshold;
+  post.top_k = options.top_k > 0 ? options.top_k : static_cast<int>(conf.size());
+  post.nms_iou = options.nms_iou;
+  post.max_faces = options.max_faces;
+  // Skip anchors centred in padding only when there is padding: without it, the last cell of
+  // a level whose size was rounded up (n -> ceil(n/2)) may be centred just past the picture,
+  // and ModelScope keeps it.
+  if (letterbox.content_width < letterbox.canvas_width) {
+    post.content_width = static_cast<float>(letterbox.content_width);
+  }
+  if (letterbox.content_height < letterbox.canvas_height) {
+    post.content_height = static_cast<float>(letterbox.content_height);
+  }
+  const double scale_x = 1.0 / letterbox.to_source_x;
+  std::vector<Detection> faces =
+      PostprocessMogFace(conf, loc, anchors, static_cast<float>(scale_x), post);
+  const float fix_y = static_cast<float>(letterbox.to_source_y * scale_x);
+  const float source_w = static_cast<float>(letterbox.source_width > 0
+                                                ? letterbox.source_width
+                                                : letterbox.content_width * letterbox.to_source_x);
+  const float source_h = static_cast<float>(letterbox.source_height > 0
+                                                ? letterbox.source_height
+                                                : letterbox.content_height * letterbox.to_source_y);
+  for (Detection& d : faces) {
+    d.y1 *= fix_y;
+    d.y2 *= fix_y;
+    d.x1 = std::clamp(d.x1, 0.0f, source_w);
+    d.x2 = std::clamp(d.x2, 0.0f, source_w);
+    d.y1 = std::clamp(d.y1, 0.0f, source_h);
+    d.y2 = std::clamp(d.y2, 0.0f, source_h);
+  }
+  std::erase_if(faces, [](const Detection& d) { return !(d.x2 > d.x1 && d.y2 > d.y1); });
+  return faces;
+}
+
 }  // namespace mogserve::model::mogface

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "image/resize.h"
 #include "model/mogface/mogface_variant.h"
 #include "mogserve/detector.h"
 
@@ -36,5 +37,19 @@ struct MogFacePostOptions {
 std::vector<Detection> PostprocessMogFace(std::span<const float> conf, std::span<const float> loc,
                                           std::span<const float> anchors, float resize_scale,
                                           const MogFacePostOptions& options);
+
+// ModelScope's post-processing defaults (the struct above) as DetectOptions.
+DetectOptions MogFaceDefaultDetectOptions();
+
+// One image's faces in original-picture pixels for a canvas that holds the picture, scaled,
+// at its top-left (`letterbox`): anchors centred in the padding are skipped, boxes are divided
+// by the content scale BEFORE NMS (NMS with "+1" areas is not scale-invariant; ModelScope runs
+// it in original pixels), the y axis gets its exact factor afterwards (x and y scales differ
+// only by the rounding of the content size), then boxes are clipped to the picture and those
+// left without area dropped. options.top_k <= 0 means every anchor.
+std::vector<Detection> MogFaceDetections(std::span<const float> conf, std::span<const float> loc,
+                                         std::span<const float> anchors,
+                                         const image::Letterbox& letterbox,
+                                         const DetectOptions& options);
 
 }  // namespace mogserve::model::mogface

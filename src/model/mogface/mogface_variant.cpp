@@ -3,148 +3,14 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <set>
+
+#include "model/mogface/mogface_network.h"
+#include "model/prepared_weights.h"
 
 namespace mogserve::model::mogface {
 namespace {
 
 constexpr std::string_view kModulePrefix = "module.";
-
-class KeyListBuilder {
- public:
-  void Add(std::string name, std::vector<int64_t> shape, bool used) {
-    keys_.push_back({std::move(name), std::move(shape), used});
-  }
-  // A conv's weight [out, in, k, k] and optionally its bias [out].
-  void Conv(const std::string& p, int64_t out, int64_t in, int64_t k, bool bias, bool used = true) {
-    Add(p + ".weight", {out, in, k, k}, used);
-    if (bias) Add(p + ".bias", {out}, used);
-  }
-  void BatchNorm(const std::string& p, int64_t c) {
-    for (const char* s : {".weight", ".bias", ".running_mean", ".running_var"})
-      Add(p + s, {c}, true);
-    Add(p + ".num_batches_tracked", {}, false);
-  }
-  void GroupNorm(const std::string& p, int64_t c) {
-    Add(p + ".weight", {c}, true);
-    Add(p + ".bias", {c}, true);
-  }
-  std::vector<KeySpec> Take() { return std::move(keys_); }
-
- private:
-  std::vector<KeySpec> keys_;
-};
-
-void AddBackbone(KeyListBuilder& b, const std::array<int, 4>& blocks) {
-  b.Conv("backbone.conv1", 64, 3, 7, false);
-  b.BatchNorm("backbone.bn1", 64);
-  int64_t in = 64;
-  for (int stage = 0; stage < 4; ++stage) {
-    const int64_t p = int64_t{64} << stage;
-    for (int i = 0; i < blocks[stage]; ++i) {
-      const std::string pre =
-          "backbone.layer" + std::to_string(stage + 1) + "." + std::to_string(i);
-      b.Conv(pre + ".conv1", p, in, 1, false);
-      b.BatchNorm(pre + ".bn1", p);
-      b.Conv(pre + ".conv2", p, p, 3, false);
-      b.BatchNorm(pre + ".bn2", p);
-      b.Conv(pre + ".conv3", 4 * p, p, 1, false);
-      b.BatchNorm(pre + ".bn3", 4 * p);
-      if (i == 0) {
-        b.Conv(pre + ".downsample.0", 4 * p, in, 1, false);
-        b.BatchNorm(pre + ".downsample.1", 4 * p);
-      }
-      in = 4 * p;
-    }
-  }
-}
-
-void AddFpn(KeyListBuilder& b, bool dsfd_modules) {
-  b.Conv("fpn.c6.0", 512, 2048, 1, true);
-  b.BatchNorm("fpn.c6.1", 512);
-  b.Conv("fpn.c6.3", 512, 512, 3, true);
-  b.BatchNorm("fpn.c6.4", 512);
-  b.Conv("fpn.c7.0", 128, 512, 1, true);
-  b.BatchNorm("fpn.c7.1", 128);
-  b.Conv("fpn.c7.3", 256, 128, 3, true);
-  b.BatchNorm("fpn.c7.4", 256);
-  b.Conv("fpn.c5_lat", 256, 2048, 3, true);
-  b.Conv("fpn.c6_lat", 256, 512, 3, true);
-  b.Conv("fpn.c7_lat", 256, 256, 3, true);
-  for (const char* p : {"fpn.p2_lat", "fpn.p3_lat", "fpn.p4_lat"}) b.Conv(p, 256, 256, 3, true);
-  b.Conv("fpn.ff_c5_c4.main_conv", 256, 1024, 1, true);
-  b.Conv("fpn.ff_c4_c3.main_conv", 256, 512, 1, true);
-  b.Conv("fpn.ff_c3_c2.main_conv", 256, 256, 1, true);
-  if (dsfd_modules) {
-    const int64_t in[6] = {256, 512, 1024, 2048, 256, 256};
-    for (int i = 0; i < 6; ++i) {
-      b.Conv("fpn.dsfd_modules." + std::to_string(i), 256, in[i], 3, true, false);
-    }
-  }
-}
-
-void AddSsh(KeyListBuilder& b) {
-  const std::string p = "pred_net.conv_SSH.";
-  b.Conv(p + "conv1", 256, 256, 3, true);
-  b.Conv(p + "conv2", 128, 256, 3, true);
-  for (const char* c : {"conv2_1", "conv2_2", "conv2_2_1"}) b.Conv(p + c, 128, 128, 3, true);
-}
-
-void AddCpm(KeyListBuilder& b) {
-  const std::string p = "pred_net.conv_CPM.";
-  struct ConvBn {
-    const char* name;
-    int64_t out, in, k;
-  };
-  for (const ConvBn& c : {ConvBn{"branch1", 512, 256, 1}, ConvBn{"branch2a", 128, 256, 1},
-                          ConvBn{"branch2b", 128, 128, 3}, ConvBn{"branch2c", 512, 128, 1}}) {
-    b.Conv(p + c.name + ".conv1", c.out, c.in, c.k, true);
-    b.BatchNorm(p + c.name + ".bn1", c.out);
-  }
-  b.Conv(p + "ssh_1", 128, 512, 3, true);
-  b.Conv(p + "ssh_dimred", 64, 512, 3, true);
-  for (const char* c : {"ssh_2", "ssh_3a", "ssh_3b"}) b.Conv(p + c, 64, 64, 3, true);
-}
-
-void AddMogPredNet(KeyListBuilder& b, Variant variant, bool with_dsfd_heads) {
-  const int64_t c = HeadChannels(variant);
-  if (variant == Variant::kR101) {
-    AddSsh(b);
-  } else {
-    AddCpm(b);
-  }
-  for (const char* tower : {"pred_net.deep_cls_head.", "pred_net.deep_loc_head."}) {
-    // All four repeats use conv1 (spec §4a quirk); conv2-conv4 are dead weights.
-    for (int i = 1; i <= 4; ++i)
-      b.Conv(tower + ("conv" + std::to_string(i)), c, c, 3, true, i == 1);
-    for (int i = 1; i <= 4; ++i) b.GroupNorm(tower + ("gn" + std::to_string(i)), c);
-  }
-  b.Conv("pred_net.pred_cls", 1, c, 3, true);
-  b.Conv("pred_net.pred_loc", 4, c, 3, true);
-  if (with_dsfd_heads) {
-    b.Conv("pred_net.dsfd_loc", 4, 256, 3, true, false);
-    b.Conv("pred_net.dsfd_conf", 1, 256, 3, true, false);
-  }
-}
-
-void AddRetinaPredNet(KeyListBuilder& b) {
-  for (int i = 0; i < 6; ++i) b.Conv("pred_net.pred_cls." + std::to_string(i), 1, 256, 3, true);
-  for (int i = 0; i < 6; ++i) b.Conv("pred_net.pred_loc." + std::to_string(i), 4, 256, 3, true);
-}
-
-// "a, b, c (and 7 more)".
-std::string CappedList(const std::vector<std::string>& items) {
-  constexpr size_t kMaxListed = 10;
-  std::string out;
-  for (size_t i = 0; i < items.size() && i < kMaxListed; ++i) {
-    if (i > 0) out += ", ";
-    out += items[i];
-  }
-  if (items.size() > kMaxListed) {
-    out += " (and " + std::to_string(items.size() - kMaxListed) + " more)";
-  }
-  return out;
-}
 
 bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
@@ -223,15 +89,7 @@ bool HasDsfdModules(Variant variant) {
 }
 
 std::vector<KeySpec> ExpectedKeys(Variant variant, bool with_dsfd_heads) {
-  KeyListBuilder b;
-  AddBackbone(b, BackboneBlocks(variant));
-  AddFpn(b, HasDsfdModules(variant));
-  if (variant == Variant::kR50) {
-    AddRetinaPredNet(b);
-  } else {
-    AddMogPredNet(b, variant, with_dsfd_heads);
-  }
-  return b.Take();
+  return BuildMogFaceNetwork(variant, with_dsfd_heads)->Keys();
 }
 
 StatusOr<Variant> DetectVariant(const HostTensorMap& weights) {
@@ -279,39 +137,8 @@ StatusOr<Variant> DetectVariant(const HostTensorMap& weights) {
 }
 
 Status CheckCheckpointKeys(const HostTensorMap& weights, Variant variant) {
-  const std::vector<KeySpec> keys = ExpectedKeys(variant, /*with_dsfd_heads=*/true);
-  std::set<std::string> known;
-  std::vector<std::string> missing, misshaped, extra;
-  for (const KeySpec& k : keys) {
-    known.insert(k.name);
-    auto it = weights.find(k.name);
-    if (it == weights.end()) {
-      if (k.used) missing.push_back(k.name);
-      continue;
-    }
-    const bool scalar_ok = k.shape.empty() && it->second.numel() == 1;
-    if (it->second.shape != k.shape && !scalar_ok) {
-      misshaped.push_back(k.name + " " + ShapeString(it->second.shape) + " (expected " +
-                          ShapeString(k.shape) + ")");
-    }
-  }
-  for (const auto& [name, tensor] : weights) {
-    if (!known.count(name)) extra.push_back(name);
-  }
-  if (missing.empty() && misshaped.empty() && extra.empty()) return Status::Ok();
-  std::string msg = std::string("MogFace ") + VariantName(variant) + " checkpoint does not match:";
-  if (!missing.empty()) {
-    msg += " " + std::to_string(missing.size()) + " missing: " + CappedList(missing) + ";";
-  }
-  if (!misshaped.empty()) {
-    msg += " " + std::to_string(misshaped.size()) +
-           " with a wrong shape: " + CappedList(misshaped) + ";";
-  }
-  if (!extra.empty()) {
-    msg += " " + std::to_string(extra.size()) + " unexpected: " + CappedList(extra) + ";";
-  }
-  msg.pop_back();
-  return InvalidData(msg);
+  return CheckWeightKeys(*BuildMogFaceNetwork(variant, /*list_dsfd_heads=*/true), weights,
+                         std::string("MogFace ") + VariantName(variant) + " checkpoint");
 }
 
 bool HasModulePrefix(const HostTensorMap& weights) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/host_tensor.h"
+#include "model/network.h"
 #include "mogserve/status.h"
 
 namespace mogserve::model::mogface {
@@ -35,15 +36,9 @@ int HeadChannels(Variant variant);
 // Whether the neck's checkpoint has the training-only fpn.dsfd_modules (out_dsfd_ft).
 bool HasDsfdModules(Variant variant);
 
-struct KeySpec {
-  std::string name;
-  std::vector<int64_t> shape;  // {} for the scalar num_batches_tracked
-  bool used = true;  // false: in checkpoints but not needed for conf/loc (DSFD, conv2-4, ...)
-};
-
-// Every key of a checkpoint of `variant`, in module order. `with_dsfd_heads` adds the
-// training-only pred_net.dsfd_{conf,loc} heads of the original R101 / E checkpoints (ignored
-// for kR50). Counts: R101 728 (732 with DSFD heads), E 990 (994), R50 388.
+// Every key of a checkpoint of `variant`, from its network definition (mogface_network.h).
+// `with_dsfd_heads` adds the training-only pred_net.dsfd_{conf,loc} heads of the original R101 / E
+// checkpoints (ignored for kR50). Counts: R101 728 (732 with DSFD heads), E 990 (994), R50 388.
 std::vector<KeySpec> ExpectedKeys(Variant variant, bool with_dsfd_heads);
 
 // The variant of a checkpoint, from its head keys, backbone depth and head width. HCAM

@@ -1,0 +1,37 @@
+// A build without LibTorch (MOGSERVE_WITH_TORCH=OFF): no CPU backend. CreateEngine reports that
+// before loading anything; the allocator, the conv peak and the version report nothing.
+#include "engine/caching_cpu_allocator.h"
+#include "engine/conv_peak.h"
+#include "engine/cpu_backend.h"
+#include "engine/torch_version.h"
+
+namespace mogserve::engine {
+
+bool CpuBackendBuilt() {
+  return false;
+}
+
+StatusOr<std::unique_ptr<Engine>> CreateCpuEngine(const EngineOptions&,
+                                                  std::shared_ptr<const model::FaceModel>,
+                                                  EngineInfo) {
+  return Unsupported("this build has no CPU engine (MOGSERVE_WITH_TORCH=OFF)");
+}
+
+void InstallCachingCpuAllocator(int64_t) {}
+bool CachingCpuAllocatorInstalled() {
+  return false;
+}
+AllocatorStats GetAllocatorStats() {
+  return {};
+}
+void ResetPeakAllocatorStats() {}
+
+ConvPeak MeasureConv3x3Peak(double, Precision) {
+  return {};
+}
+
+std::string TorchVersion() {
+  return "none";
+}
+
+}  // namespace mogserve::engine

@@ -1,0 +1,49 @@
+// A loaded face detector, torch-free: its network (one definition, run by every backend), the
+// weights prepared for it, and the model's own pre- and post-processing rules (input geometry,
+// default thresholds, anchors, box decoding, NMS, mapping back to the original picture).
+// Immutable after creation and shared by every engine instance; all methods are thread-safe.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "image/resize.h"
+#include "model/network.h"
+#include "model/prepared_weights.h"
+#include "mogserve/detector.h"
+
+namespace mogserve::model {
+
+class FaceModel {
+ public:
+  FaceModel(std::shared_ptr<const Network> network, PreparedWeights weights)
+      : network_(std::move(network)), weights_(std::move(weights)) {}
+  virtual ~FaceModel() = default;
+
+  const std::shared_ptr<const Network>& network() const { return network_; }
+  const PreparedWeights& weights() const { return weights_; }
+
+  virtual std::string name() const = 0;               // "ssd-mobilenetv1", "mogface"
+  virtual std::string variant() const { return ""; }  // MogFace: "r101", "e", "r50"
+  // Input geometry: a fixed square side (> 0), or any size whose sides are multiples of
+  // multiple() for batching into buckets.
+  virtual int fixed_side() const { return 0; }
+  virtual int multiple() const { return 1; }
+  virtual DetectOptions default_detect_options() const = 0;
+
+  // One image's faces from its rows of the output stage (scores: [anchors], boxes: [anchors, 4],
+  // for a canvas_width x canvas_height input): decoded, thresholded, NMS-filtered, mapped
+  // through `letterbox` into original-picture pixels and clipped to the picture.
+  virtual std::vector<Detection> Postprocess(std::span<const float> scores,
+                                             std::span<const float> boxes, int canvas_width,
+                                             int canvas_height, const image::Letterbox& letterbox,
+                                             const DetectOptions& options) const = 0;
+
+ private:
+  std::shared_ptr<const Network> network_;
+  PreparedWeights weights_;
+};
+
+}  // namespace mogserve::model
