@@ -1,10 +1,16 @@
 // mogserve: face detection server and toolkit. Thin: parses argv and runs a subcommand.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <map>
+#include <memory>
 
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
+  // Logs go to stderr: stdout carries the data (detect's JSON lines, bench tables, eval reports).
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   CLI::App app{"mogserve: fast face detection (SSD-MobileNetV1 embedded, MogFace) on the CPU"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("mogserve 0.1.0"));

@@ -1,9 +1,11 @@
 #include "cli/serving_stack.h"
 
 #include <cmath>
+#include <sstream>
 
 #include "common/cpu_info.h"
 #include "common/file_util.h"
+#include "common/process_memory.h"
 #include "pipeline/buffer_plan.h"
 
 namespace mogserve::cli {
@@ -215,6 +217,14 @@ StatusOr<ServingPipeline> StartPipeline(const ServeFlags& flags, const LoadedEng
     return Status(plan.status().code(), "warm-up failed: " + plan.status().ToString());
   }
   plan->ApplyTo(&config, flags.pad_batches);
+  // The warm-up ran every candidate batch; the caps let only smaller ones run from now on. Keep
+  // cached what those need (each instance may run one at a time) and give the rest back.
+  const int64_t working_set = plan->WorkingSetBytes(config.max_batch_size);
+  if (working_set > 0) {
+    loaded.engines.front()->LimitCachedMemory(working_set *
+                                              static_cast<int64_t>(loaded.engines.size()));
+  }
+  ReleaseFreeHeapMemory();
 
   pipeline::PipelineOptions options;
   options.buckets = loaded.buckets;
@@ -239,9 +249,10 @@ StatusOr<ServingPipeline> StartPipeline(const ServeFlags& flags, const LoadedEng
   out.model.buffer_plan = plan->Describe();
   out.model.defaults = defaults;
   out.model.instances = flags.instances;
-  out.model.scheduler = std::string(scheduler::PolicyName(config.policy)) + ", max batch " +
-                        std::to_string(config.max_batch_size) + ", max delay " +
-                        std::to_string(MaxDelaySeconds(flags) * 1000) + " ms";
+  std::ostringstream scheduler;
+  scheduler << scheduler::PolicyName(config.policy) << ", max batch " << config.max_batch_size
+            << ", max delay " << MaxDelaySeconds(flags) * 1000 << " ms";
+  out.model.scheduler = scheduler.str();
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "common/process_memory.h"
 
+#include <malloc.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -18,6 +20,10 @@ ProcessMemory ReadProcessMemory() {
     if (line.rfind("VmHWM:", 0) == 0) m.peak_rss_bytes = kib(6);
   }
   return m;
+}
+
+void ReleaseFreeHeapMemory() {
+  malloc_trim(0);
 }
 
 bool ResetPeakRss() {

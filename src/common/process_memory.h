@@ -13,6 +13,11 @@ struct ProcessMemory {
 // Zeros where /proc is unavailable.
 ProcessMemory ReadProcessMemory();
 
+// Gives the C heap's free pages back to the system (glibc malloc_trim: every arena, holes
+// included). For moments after a burst of large, short-lived allocations (a warm-up, a load
+// peak), which glibc otherwise keeps resident.
+void ReleaseFreeHeapMemory();
+
 // Sets the peak back to the current RSS (writes 5 to /proc/self/clear_refs); false where the
 // kernel refuses.
 bool ResetPeakRss();

@@ -27,6 +27,9 @@ struct AllocatorStats {
 // ago go back to the system. Thread-safe.
 void InstallCachingCpuAllocator(int64_t max_cached_bytes);
 
+// Gives every cached block back to the system (the cap stays); returns the bytes freed.
+int64_t ReleaseCachedCpuMemory();
+
 // False until InstallCachingCpuAllocator() was called.
 bool CachingCpuAllocatorInstalled();
 

@@ -31,6 +31,24 @@ void CanvasPool::Release(std::vector<uint8_t> buffer) {
   stats_.free_bytes += bytes;
 }
 
+int64_t CanvasPool::Trim(int64_t keep_bytes) {
+  std::vector<std::vector<uint8_t>> freed;  // destroyed after the lock is released
+  int64_t freed_bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [bytes, buffers] : free_) {
+      while (!buffers.empty() && stats_.free_bytes > keep_bytes) {
+        freed.push_back(std::move(buffers.back()));
+        buffers.pop_back();
+        --stats_.free_buffers;
+        stats_.free_bytes -= bytes;
+        freed_bytes += bytes;
+      }
+    }
+  }
+  return freed_bytes;
+}
+
 CanvasPool::Stats CanvasPool::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;

@@ -2,7 +2,9 @@
 // buffer per request (DESIGN.md §3, "planned and reused instead of allocated per request"). A
 // request's canvas is taken from the pool when it is pre-processed and given back as soon as the
 // engine has copied it into its staging buffer (after Forward), so the buffers in circulation are
-// bounded by the queue capacity plus the batches in flight.
+// bounded by the queue capacity plus the batches in flight. A burst that filled the queue leaves
+// many free buffers behind; Trim() gives them back once the server is idle, so that the steady
+// state under load allocates nothing and an idle server does not keep the burst's memory.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,8 @@ class CanvasPool {
   std::vector<uint8_t> Acquire(int64_t bytes);
   // Gives a buffer (from Acquire) back for reuse. Empty buffers are ignored. Thread-safe.
   void Release(std::vector<uint8_t> buffer);
+  // Frees free buffers until at most `keep_bytes` remain; returns the bytes freed. Thread-safe.
+  int64_t Trim(int64_t keep_bytes);
   Stats stats() const;
 
  private:

@@ -564,6 +564,17 @@ void Pipeline::Shutdown(ShutdownMode mode) {
   });
 }
 
+int64_t Pipeline::ReleaseIdleMemory() {
+  int64_t largest = 0;
+  for (int b = 0; b < options_.buckets.size(); ++b) {
+    const auto shape = options_.buckets.shape(b);
+    largest = std::max<int64_t>(largest, int64_t{3} * shape.width * shape.height);
+  }
+  int64_t freed = pool_.Trim(largest * options_.scheduler.max_batch_size * (instances() + 1));
+  for (engine::Engine* e : engines_) freed += e->ReleaseCachedMemory();
+  return freed;
+}
+
 PipelineStats Pipeline::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   PipelineStats s = stats_;

@@ -133,6 +133,11 @@ class Pipeline {
   void Shutdown(ShutdownMode mode = ShutdownMode::kDrain);
 
   PipelineStats Stats() const;
+  // For an idle server: frees the canvases a burst left in the pool beyond what the instances'
+  // batches need (the largest bucket × max batch size × (instances + 1)) and the engines' cached
+  // memory; returns the bytes freed. Under load both are kept, so that nothing is allocated.
+  // Thread-safe.
+  int64_t ReleaseIdleMemory();
   const ShapeBuckets& buckets() const { return options_.buckets; }
   const scheduler::SchedulerConfig& scheduler_config() const { return options_.scheduler; }
   int instances() const { return static_cast<int>(workers_.size()); }

@@ -532,6 +532,23 @@ TEST(PipelineTest, SteadyStateAllocatesNoCanvasBuffers) {
   EXPECT_EQ(s.batches, 30);
 }
 
+// An idle pipeline gives back what a burst left in the canvas pool beyond its batches' needs
+// (max batch 4 × (1 instance + 1) canvases); the next burst allocates the difference again.
+TEST(PipelineTest, ReleaseIdleMemoryKeepsOnlyWhatTheBatchesNeed) {
+  Harness h(Config(Policy::kContinuous, 4));
+  auto wave = [&](int w) {
+    for (int i = 0; i < 20; ++i) h.Submit(i);
+    h.engine().Release(5);
+    h.recorder.WaitForResults(20 * (w + 1));
+  };
+  wave(0);
+  constexpr int64_t kCanvasBytes = 16 * 16 * 3;
+  EXPECT_EQ(h.pipeline->ReleaseIdleMemory(), (20 - 8) * kCanvasBytes);
+  EXPECT_EQ(h.pipeline->ReleaseIdleMemory(), 0);
+  wave(1);
+  EXPECT_EQ(h.pipeline->Stats().canvas_allocations, 20 + 12);
+}
+
 TEST(PipelineTest, StatsAddUp) {
   Harness h(Config(Policy::kContinuous, 4));
   h.engine().Open();

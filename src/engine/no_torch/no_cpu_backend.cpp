@@ -18,6 +18,9 @@ StatusOr<std::unique_ptr<Engine>> CreateCpuEngine(const EngineOptions&,
 }
 
 void InstallCachingCpuAllocator(int64_t) {}
+int64_t ReleaseCachedCpuMemory() {
+  return 0;
+}
 bool CachingCpuAllocatorInstalled() {
   return false;
 }

@@ -58,6 +58,21 @@ class CachingCpuAllocator final : public c10::Allocator {
     for (const BlockCache::Block& b : release) std::free(b.base);
   }
 
+  int64_t ReleaseCached() {
+    std::vector<BlockCache::Block> release;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      release = cache_.Clear();
+      stats_.cached_bytes = cache_.cached_bytes();
+    }
+    int64_t bytes = 0;
+    for (const BlockCache::Block& b : release) {
+      bytes += static_cast<int64_t>(b.size);
+      std::free(b.base);
+    }
+    return bytes;
+  }
+
   AllocatorStats stats() const {
     std::lock_guard<std::mutex> lock(mu_);
     return stats_;
@@ -118,6 +133,10 @@ void InstallCachingCpuAllocator(int64_t max_cached_bytes) {
     c10::SetCPUAllocator(&CachingCpuAllocator::Instance(), /*priority=*/100);
     g_installed.store(true);
   });
+}
+
+int64_t ReleaseCachedCpuMemory() {
+  return CachingCpuAllocator::Instance().ReleaseCached();
 }
 
 bool CachingCpuAllocatorInstalled() {

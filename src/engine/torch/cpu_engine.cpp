@@ -93,6 +93,10 @@ class CpuEngine final : public Engine {
     return m;
   }
   void ResetPeakMemory() override { ResetPeakAllocatorStats(); }
+  void LimitCachedMemory(int64_t bytes) override {
+    if (CachingCpuAllocatorInstalled()) InstallCachingCpuAllocator(bytes);
+  }
+  int64_t ReleaseCachedMemory() override { return ReleaseCachedCpuMemory(); }
 
   StatusOr<std::unique_ptr<Engine>> NewInstance() const override {
     return std::unique_ptr<Engine>(new CpuEngine(info_, model_, weights_));

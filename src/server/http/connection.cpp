@@ -56,9 +56,8 @@ std::string Seconds(std::chrono::milliseconds ms) {
 }  // namespace
 
 ResponderState::ResponderState(std::shared_ptr<Connection> c)
-    : connection(std::move(c)),
-      work(net::prefer(connection->socket_.get_executor(),
-                       net::execution::outstanding_work.tracked)) {}
+    : work(net::prefer(c->socket_.get_executor(), net::execution::outstanding_work.tracked)),
+      connection(std::move(c)) {}
 
 ResponderState::~ResponderState() {
   if (!answered.load()) {

@@ -159,8 +159,10 @@ struct ResponderState {
   ~ResponderState();
   void Answer(HttpResponse response);
 
-  std::shared_ptr<Connection> connection;
+  // Declared first, released last: the connection (whose destructor uses the listener's
+  // registry) goes before the event loop may finish and the listener be destroyed.
   boost::asio::any_io_executor work;
+  std::shared_ptr<Connection> connection;
   std::atomic<bool> answered{false};
 };
 

@@ -15,9 +15,8 @@ using boost::system::error_code;
 class ConnectionResponseStream final : public ResponseStream {
  public:
   explicit ConnectionResponseStream(std::shared_ptr<Connection> c)
-      : connection_(std::move(c)),
-        work_(net::prefer(connection_->socket_.get_executor(),
-                          net::execution::outstanding_work.tracked)) {}
+      : work_(net::prefer(c->socket_.get_executor(), net::execution::outstanding_work.tracked)),
+        connection_(std::move(c)) {}
   ~ConnectionResponseStream() override { End(); }
 
   bool Write(std::string piece) override {
@@ -34,8 +33,8 @@ class ConnectionResponseStream final : public ResponseStream {
   bool open() const override { return !ended_.load() && connection_->stream_open_.load(); }
 
  private:
+  net::any_io_executor work_;  // released after connection_ (see ResponderState)
   std::shared_ptr<Connection> connection_;
-  net::any_io_executor work_;
   std::atomic<bool> ended_{false};
 };
 
