@@ -137,13 +137,9 @@ class Engine {
 
   virtual MemoryStats Memory() const = 0;
   virtual void ResetPeakMemory() = 0;
-  // Keeps at most `bytes` of freed memory cached for reuse and gives the rest back to the system
-  // now (CPU backend: the caching allocator's cap, process-wide). The serving stack calls it after
-  // the warm-up, which ran bigger batches than the batch caps will ever let run again. Default
-  // (a backend with no cache of its own): nothing to do.
-  virtual void LimitCachedMemory(int64_t bytes) {}
-  // Gives all cached free memory back (an idle server); the next batches fill the cache again.
-  // Returns the bytes given back.
+  // Gives all cached free memory back (after the warm-up, which ran batches bigger than the caps
+  // will let run again; on an idle server); the next batches fill the cache again. Returns the
+  // bytes given back. Default (a backend with no cache of its own): nothing to do.
   virtual int64_t ReleaseCachedMemory() { return 0; }
 
   // Another instance sharing this one's immutable weights, with its own buffers, for a second

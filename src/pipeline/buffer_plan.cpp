@@ -182,25 +182,6 @@ int BufferPlan::knee_batch_size(int bucket) const {
   return bucket >= 0 && bucket < static_cast<int>(knee_batch_.size()) ? knee_batch_[bucket] : 1;
 }
 
-int64_t BufferPlan::WorkingSetBytes(int max_batch_size) const {
-  int64_t most = 0;
-  for (int bucket = 0; bucket < static_cast<int>(knee_batch_.size()); ++bucket) {
-    const int cap = std::min(knee_batch_size(bucket), max_batch_size);
-    int bound = std::numeric_limits<int>::max();  // the smallest measured batch >= the cap
-    for (const BufferPlanRow& r : rows_) {
-      if (r.bucket == bucket && r.measured && r.batch_size >= cap) {
-        bound = std::min(bound, r.batch_size);
-      }
-    }
-    for (const BufferPlanRow& r : rows_) {
-      if (r.bucket == bucket && r.measured && r.batch_size <= bound) {
-        most = std::max(most, r.peak_bytes);
-      }
-    }
-  }
-  return most;
-}
-
 std::vector<int> BufferPlan::planned_batch_sizes() const {
   const int largest =
       max_batch_.empty() ? 1 : *std::max_element(max_batch_.begin(), max_batch_.end());

@@ -77,11 +77,6 @@ class BufferPlan {
   // Writes bucket_max_batch_size (the knee, each capped at config->max_batch_size) and, when
   // `pad_to_planned`, planned_batch_sizes into the scheduler config.
   void ApplyTo(scheduler::SchedulerConfig* config, bool pad_to_planned) const;
-  // The most memory one forward pass at the batch caps takes: per measured bucket, the peak of
-  // the measured rows up to its cap (knee_batch_size, at most `max_batch_size`; a cap between two
-  // candidates is bounded by the larger). What an engine's cache needs to keep after the warm-up,
-  // which ran bigger batches than will ever run again (Engine::LimitCachedMemory).
-  int64_t WorkingSetBytes(int max_batch_size) const;
   // The measured latencies, for PipelineOptions::latency_seed.
   std::vector<LatencySample> latency_samples() const;
 

@@ -146,22 +146,6 @@ TEST_F(PlanFixture, BatchesAreCappedAtTheThroughputKnee) {
   EXPECT_EQ(plan->knee_batch_size(0), 16);
 }
 
-TEST_F(PlanFixture, WorkingSetIsThePeakOfTheBatchesThatWillRun) {
-  engine.SetMemory(0, 0, kBytesPerPixel);  // 256 000 bytes per image
-  BufferPlanOptions options;
-  options.throughput_knee = 0.8;  // cap 8 (see above); the warm-up ran 16
-  auto plan = BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), options, &time);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  ASSERT_EQ(plan->knee_batch_size(0), 8);
-  EXPECT_EQ(plan->WorkingSetBytes(16), 8 * 256'000);
-  EXPECT_EQ(plan->WorkingSetBytes(4), 4 * 256'000);  // --max-batch-size below the knee
-  EXPECT_EQ(plan->WorkingSetBytes(3), 4 * 256'000);  // batches of 3: bounded by the 4 row
-  options.throughput_knee = 0;                       // memory only: cap 16
-  plan = BufferPlan::Measure(engine, ShapeBuckets::FixedSquare(16), options, &time);
-  ASSERT_TRUE(plan.ok());
-  EXPECT_EQ(plan->WorkingSetBytes(64), 16 * 256'000);
-}
-
 TEST_F(PlanFixture, WithoutBatchEconomyBatchesStayAtOne) {
   // 10 ms per image at every batch size (a CPU with no batch economy): a larger batch only
   // delays its first answers.

@@ -512,20 +512,21 @@ TEST(PipelineTest, RowsMapBackToTheirRequests) {
   }
 }
 
+// Wave `w` (0, 1, ...) of 20 requests: it holds all its 20 canvases at once (the engine is gated
+// until the wave is queued), then runs as 5 full batches of 4.
+void RunWave(Harness& h, int w) {
+  for (int i = 0; i < 20; ++i) h.Submit(i);
+  h.engine().Release(5);
+  h.recorder.WaitForResults(20 * (w + 1));
+}
+
 // Input buffers are planned and reused: after the first wave has warmed the canvas pool, later
 // waves of the same shape allocate no canvas at all.
 TEST(PipelineTest, SteadyStateAllocatesNoCanvasBuffers) {
   Harness h(Config(Policy::kContinuous, 4));
-  // Each wave holds all its 20 canvases at once (the engine is gated until the wave is queued),
-  // then runs as 5 full batches.
-  auto wave = [&](int w) {
-    for (int i = 0; i < 20; ++i) h.Submit(i);
-    h.engine().Release(5);
-    h.recorder.WaitForResults(20 * (w + 1));
-  };
-  wave(0);
+  RunWave(h, 0);
   EXPECT_EQ(h.pipeline->Stats().canvas_allocations, 20);
-  for (int w = 1; w <= 5; ++w) wave(w);
+  for (int w = 1; w <= 5; ++w) RunWave(h, w);
   const PipelineStats s = h.pipeline->Stats();
   EXPECT_EQ(s.canvas_allocations, 20);
   EXPECT_EQ(s.canvas_acquisitions, 120);
@@ -536,16 +537,11 @@ TEST(PipelineTest, SteadyStateAllocatesNoCanvasBuffers) {
 // (max batch 4 × (1 instance + 1) canvases); the next burst allocates the difference again.
 TEST(PipelineTest, ReleaseIdleMemoryKeepsOnlyWhatTheBatchesNeed) {
   Harness h(Config(Policy::kContinuous, 4));
-  auto wave = [&](int w) {
-    for (int i = 0; i < 20; ++i) h.Submit(i);
-    h.engine().Release(5);
-    h.recorder.WaitForResults(20 * (w + 1));
-  };
-  wave(0);
+  RunWave(h, 0);
   constexpr int64_t kCanvasBytes = 16 * 16 * 3;
   EXPECT_EQ(h.pipeline->ReleaseIdleMemory(), (20 - 8) * kCanvasBytes);
   EXPECT_EQ(h.pipeline->ReleaseIdleMemory(), 0);
-  wave(1);
+  RunWave(h, 1);
   EXPECT_EQ(h.pipeline->Stats().canvas_allocations, 20 + 12);
 }
 

@@ -93,9 +93,6 @@ class CpuEngine final : public Engine {
     return m;
   }
   void ResetPeakMemory() override { ResetPeakAllocatorStats(); }
-  void LimitCachedMemory(int64_t bytes) override {
-    if (CachingCpuAllocatorInstalled()) InstallCachingCpuAllocator(bytes);
-  }
   int64_t ReleaseCachedMemory() override { return ReleaseCachedCpuMemory(); }
 
   StatusOr<std::unique_ptr<Engine>> NewInstance() const override {
