@@ -9,9 +9,12 @@
 #      connections, strands and asynchronous answers over loopback);
 #   4. a libFuzzer run (clang, ASan + UBSan) over request parsing and image decoding, seeded
 #      with real and broken images, for MOGSERVE_FUZZ_SECONDS (default 60);
-#   5. the build without LibTorch (-DMOGSERVE_WITH_TORCH=OFF, the basis of the GPU bundle):
-#      mogserve (whose detect must say it has no CPU engine) and the torch-free tests, the
-#      golden-file parity tests excepted (the first step runs them).
+#   5. the build without LibTorch and without CUDA (-DMOGSERVE_WITH_TORCH=OFF
+#      -DMOGSERVE_WITH_CUDA=OFF): mogserve (whose detect must say it has no CPU engine) and the
+#      torch-free tests, the golden-file parity tests excepted (the first step runs them);
+#   6. where nvcc and cuDNN are installed, the GPU bundle's configuration (-DMOGSERVE_WITH_TORCH=OFF
+#      -DMOGSERVE_WITH_CUDA=ON, sm_90 only): mogserve and cuda_host_tests (the CUDA backend's host
+#      side: arena, weight preparation, kernel element functions, no-GPU errors), its unit tests.
 # Extra arguments go to the first ctest run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -51,6 +54,16 @@ tail -n 6 "$FUZZ_DIR/fuzz.log"
 
 NOTORCH_DIR="$ROOT/build-notorch"
 cmake -S "$ROOT" -B "$NOTORCH_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DMOGSERVE_WITH_TORCH=OFF >/dev/null
+  -DMOGSERVE_WITH_TORCH=OFF -DMOGSERVE_WITH_CUDA=OFF >/dev/null
 cmake --build "$NOTORCH_DIR" -j "${MOGSERVE_JOBS:-2}"
 (cd "$NOTORCH_DIR" && ctest --output-on-failure -j 2 -E 'mogface_golden_setup|Parity')
+
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  CUDA_DIR="$ROOT/build-cuda"
+  cmake -S "$ROOT" -B "$CUDA_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOGSERVE_WITH_TORCH=OFF \
+    -DMOGSERVE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+  cmake --build "$CUDA_DIR" -j "${MOGSERVE_JOBS:-2}" --target mogserve cuda_host_tests
+  (cd "$CUDA_DIR" && ctest --output-on-failure -j 2 -L unit)
+else
+  echo "test: no nvcc: skipping the CUDA build (build-cuda)"
+fi
