@@ -48,6 +48,12 @@ endif()
 if(MOGSERVE_CUDA)
   enable_language(CUDA)
   find_package(CUDAToolkit 12.8 REQUIRED)
+  # CMake 3.25 knows no C++20 flag for nvcc (it fails at generate time: "CUDA20 ... does not
+  # support this"); nvcc >= 12 with GCC >= 10 takes -std=c++20.
+  if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+  endif()
   set(CMAKE_CUDA_STANDARD 20)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   set(CMAKE_CUDA_EXTENSIONS OFF)

@@ -267,8 +267,14 @@ bool Valid(const NhwcShape& s) {
 }
 
 std::string Text(const NhwcShape& s) {
-  return "[" + std::to_string(s.n) + "," + std::to_string(s.h) + "," + std::to_string(s.w) + "," +
-         std::to_string(s.c) + "]";
+  // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on "[" + string&&.
+  std::string text = "[";
+  for (int v : {s.n, s.h, s.w, s.c}) {
+    text += std::to_string(v);
+    text += ',';
+  }
+  text.back() = ']';
+  return text;
 }
 
 Status BadShape(const char* what, const NhwcShape& s) {

@@ -19,7 +19,7 @@ namespace mogserve::engine::cuda {
 // A batch of NHWC maps; c is the channel stride (DeviceChannels of the tensor's channels).
 struct NhwcShape {
   int n = 0, h = 0, w = 0, c = 0;
-  int64_t elements() const { return int64_t{n} * h * w * c; }
+  MOGSERVE_HD int64_t elements() const { return int64_t{n} * h * w * c; }
 };
 
 // canvases: n x h x w x 3 uint8 RGB; picture_size: n pairs (width, height) of each picture's
