@@ -122,7 +122,7 @@ TEST(Float16Test, RandomValuesAreNearestAgainstFp64) {
     } else {
       // Within half a unit in the last place: 2^-11 relative for normals, 2^-25 absolute below.
       const double err = std::abs(HalfToFloat(h) - static_cast<double>(f));
-      EXPECT_LE(err, std::max(std::ldexp(std::abs(f), -11), std::ldexp(1.0, -25))) << f;
+      EXPECT_LE(err, std::max(std::ldexp(std::abs(double{f}), -11), std::ldexp(1.0, -25))) << f;
       // And no neighbour is nearer.
       for (int d : {-1, 1}) {
         const uint16_t n = static_cast<uint16_t>(h + d);
@@ -132,7 +132,7 @@ TEST(Float16Test, RandomValuesAreNearestAgainstFp64) {
     }
     const uint16_t b = FloatToBf16Bits(f);
     const double berr = std::abs(Bf16ToFloat(b) - static_cast<double>(f));
-    EXPECT_LE(berr, std::ldexp(std::abs(f), -8)) << f;
+    EXPECT_LE(berr, std::ldexp(std::abs(double{f}), -8)) << f;
   }
 }
 

@@ -38,7 +38,9 @@ class TinyNet {
   model::NetworkBuilder& b() { return b_; }
   // A 1x1 conv of the input to 8 channels with random weights, bias `bias`, stride `stride`.
   int Conv(int x, int stride, model::Activation act = model::Activation::kNone, int def = -1) {
-    if (def < 0) def = b_.AddTorchConv("c" + std::to_string(defs_++), 8, b_.channels(x), 1, true);
+    if (def < 0)
+      def = b_.AddTorchConv(std::string("c").append(std::to_string(defs_++)), 8, b_.channels(x), 1,
+                            true);
     model::NetworkBuilder::ConvArgs args;
     args.stride = stride;
     args.act = act;
@@ -138,9 +140,8 @@ TEST(KernelMathTest, PreprocessMatchesTheHostNormalisation) {
             continue;
           }
           const double w = want[(static_cast<size_t>(c) * canvas_h + y) * canvas_w + x];
-          ExpectClose(
-              w, got, std::abs(w),
-              "pixel " + std::to_string(x) + "," + std::to_string(y) + " c" + std::to_string(c));
+          ExpectClose(w, got, std::abs(w),
+                      std::to_string(x) + "," + std::to_string(y) + " c" + std::to_string(c));
         }
       }
     }
