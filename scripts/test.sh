@@ -14,7 +14,8 @@
 #      torch-free tests, the golden-file parity tests excepted (the first step runs them);
 #   6. where nvcc and cuDNN are installed, the GPU bundle's configuration (-DMOGSERVE_WITH_TORCH=OFF
 #      -DMOGSERVE_WITH_CUDA=ON, sm_90 only): mogserve and cuda_host_tests (the CUDA backend's host
-#      side: arena, weight preparation, kernel element functions, no-GPU errors), its unit tests.
+#      side: arena, weight preparation, kernel element functions, no-GPU errors), cuda_tests (the
+#      kernels on a GPU: compiled here, skipped without a device), its unit tests.
 # Extra arguments go to the first ctest run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -62,7 +63,7 @@ if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   CUDA_DIR="$ROOT/build-cuda"
   cmake -S "$ROOT" -B "$CUDA_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOGSERVE_WITH_TORCH=OFF \
     -DMOGSERVE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
-  cmake --build "$CUDA_DIR" -j "${MOGSERVE_JOBS:-2}" --target mogserve cuda_host_tests
+  cmake --build "$CUDA_DIR" -j "${MOGSERVE_JOBS:-2}" --target mogserve cuda_host_tests cuda_tests
   (cd "$CUDA_DIR" && ctest --output-on-failure -j 2 -L unit)
 else
   echo "test: no nvcc: skipping the CUDA build (build-cuda)"
