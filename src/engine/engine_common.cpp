@@ -59,9 +59,7 @@ StatusOr<DeviceSpec> ParseDevice(std::string_view text) {
         std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!numeric) {
       return InvalidArgument("device '" + std::string(text) +
-                             "': the CUDA ordinal after 'cuda:' must be a number from 0 to "
-                             "9999" +
-                             allowed);
+                             "': the ordinal after 'cuda:' must be a number, 0 to 9999" + allowed);
     }
     return DeviceSpec{"cuda", std::stoi(std::string(digits))};
   }
