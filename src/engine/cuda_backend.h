@@ -16,8 +16,9 @@ bool CudaBackendBuilt();
 
 // What the CUDA runtime found for device `index`: Ok with one line naming the device and the
 // loaded cuDNN and cuBLAS versions (also logged), or the cause it cannot run: kUnavailable for
-// no NVIDIA driver, no CUDA device, or a loaded cuDNN older than the headers this build was
-// compiled with; kInvalidArgument for an ordinal beyond the devices present; kUnsupported
+// no usable NVIDIA driver, no CUDA device, or a loaded cuDNN older than 9.0 or of another major
+// version (one older than the headers this build was compiled with is only a logged warning);
+// kInvalidArgument for an ordinal beyond the devices present or outside 0..9999; kUnsupported
 // without the backend. Thread-safe; cheap after the first call (the runtime caches).
 StatusOr<std::string> ProbeCudaDevice(int index);
 

@@ -182,9 +182,9 @@ class Engine {
 // engine asking for another thread count fails with kFailedPrecondition. Errors name the
 // missing or malformed file, the offending checkpoint keys, or the allowed values of a bad
 // option; a build without the device's backend (MOGSERVE_WITH_TORCH=OFF, MOGSERVE_WITH_CUDA=OFF)
-// gives kUnsupported. A cuda device is probed before the model is loaded: no NVIDIA driver, no
-// CUDA device, a too-high ordinal or a cuDNN older than the one compiled against give
-// kUnavailable (kInvalidArgument for the ordinal) naming the cause; with a usable device the
+// gives kUnsupported. A cuda device is probed before the model is loaded: no usable NVIDIA
+// driver, no CUDA device, a too-high ordinal or a cuDNN older than 9.0 give kUnavailable
+// (kInvalidArgument for the ordinal) naming the cause; with a usable device the
 // result is kUnimplemented until the CUDA executor exists.
 StatusOr<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options);
 

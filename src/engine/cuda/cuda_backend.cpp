@@ -19,10 +19,12 @@
 namespace mogserve::engine {
 namespace {
 
-// cuDNN's version number (major·10000 + minor·100 + patch since 9.0) as "9.19.0".
+// cuDNN's version number as "9.19.0": major·10000 + minor·100 + patch since 9.0, major·1000 +
+// minor·100 + patch before.
 std::string CudnnVersionText(size_t v) {
-  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
-         std::to_string(v % 100);
+  const size_t major = v >= 90000 ? v / 10000 : v / 1000;
+  const size_t minor = v >= 90000 ? v / 100 % 100 : v / 100 % 10;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(v % 100);
 }
 
 // cuBLAS's version number (major·10000 + minor·100 + patch since 12.x) as "13.1.0".
@@ -32,15 +34,16 @@ std::string CublasVersionText(size_t v) {
 }
 
 // The device count, or why the runtime has none: the runtime reports a missing libcuda.so or
-// kernel module as cudaErrorInsufficientDriver, a driver without GPUs as cudaErrorNoDevice.
+// kernel module, or a driver too old for CUDA 13, as cudaErrorInsufficientDriver, a driver
+// without GPUs as cudaErrorNoDevice.
 StatusOr<int> CountDevices() {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err == cudaErrorInsufficientDriver) {
     return Unavailable(
-        "no NVIDIA driver: the CUDA runtime finds no usable driver (cudaGetDeviceCount: " +
-        CudaErrorText(err) +
-        "); install the NVIDIA driver (CUDA 13 needs driver 580 or newer), or use --device cpu");
+        "no usable NVIDIA driver (missing, or older than 580 which CUDA 13 needs): "
+        "cudaGetDeviceCount: " +
+        CudaErrorText(err) + "; install NVIDIA driver 580 or newer, or use --device cpu");
   }
   if (err == cudaErrorNoDevice || (err == cudaSuccess && count == 0)) {
     return Unavailable("no CUDA device: the NVIDIA driver is loaded but reports no GPU (" +
@@ -53,15 +56,29 @@ StatusOr<int> CountDevices() {
   return count;
 }
 
-// cuDNN's minor releases are only backward compatible: a library older than the headers may
-// lack what the code calls.
+// The oldest cuDNN whose API the backend calls (cudnnGetLastErrorString, the v9 legacy
+// convolution API): 9.0.0.
+constexpr size_t kOldestCudnn = 90000;
+
+// cuDNN's minor releases are only backward compatible, but the backend calls nothing newer than
+// 9.0: a library older than the headers (the pip wheel next to PyTorch may lag behind the
+// development headers) is logged as a warning (specs/cuda_backend.md §8.1), and only a library
+// older than 9.0 or of another major version is refused.
 Status CheckCudnnVersion() {
   const size_t loaded = cudnnGetVersion();
+  if (loaded < kOldestCudnn || loaded / 10000 != CUDNN_MAJOR) {
+    return Unavailable("cuDNN " + CudnnVersionText(loaded) +
+                       " is loaded; the CUDA backend needs cuDNN " + std::to_string(CUDNN_MAJOR) +
+                       ".x, at least " + CudnnVersionText(kOldestCudnn) + " (compiled with " +
+                       CudnnVersionText(CUDNN_VERSION) + "); put libcudnn.so." +
+                       std::to_string(CUDNN_MAJOR) + " on the library path");
+  }
   if (loaded < CUDNN_VERSION) {
-    return Unavailable("cuDNN " + CudnnVersionText(loaded) + " is loaded, older than cuDNN " +
-                       CudnnVersionText(CUDNN_VERSION) +
-                       " which mogserve was compiled with; put cuDNN " +
-                       CudnnVersionText(CUDNN_VERSION) + " or newer on the library path");
+    spdlog::warn(
+        "cuDNN {} is loaded, older than cuDNN {} which mogserve was compiled with: minor releases "
+        "are only backward compatible; the backend needs no more than {}, but prefer {} or newer",
+        CudnnVersionText(loaded), CudnnVersionText(CUDNN_VERSION), CudnnVersionText(kOldestCudnn),
+        CudnnVersionText(CUDNN_VERSION));
   }
   return Status::Ok();
 }
@@ -95,7 +112,8 @@ bool CudaBackendBuilt() {
 }
 
 StatusOr<std::string> ProbeCudaDevice(int index) {
-  if (index < 0) return InvalidArgument("a CUDA ordinal must be >= 0");
+  // ParseDevice allows up to 9999; the cap keeps `index + 1` below from overflowing.
+  if (index < 0 || index > 9999) return InvalidArgument("a CUDA ordinal must be 0 to 9999");
   // The answer cannot change within a process (the runtime caches its first initialisation),
   // and the log line should appear once, not once per engine instance.
   static std::mutex mutex;

@@ -1,12 +1,12 @@
 # `mogserve detect --device cuda` (and `serve`) on a machine without a usable GPU must exit 3 (could not start)
-# and name the cause (no NVIDIA driver / no CUDA device); with a GPU, until the CUDA executor
+# and name the cause (no usable NVIDIA driver / no CUDA device); with a GPU, until the CUDA executor
 # exists, exit 3 saying it is not written yet. Usage: cmake -DMOGSERVE=... -DPHOTO=... -P this.
 execute_process(COMMAND ${MOGSERVE} detect --device cuda ${PHOTO} RESULT_VARIABLE rc
                 OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 3)
   message(FATAL_ERROR "mogserve detect --device cuda exited ${rc}, expected 3; stderr: ${err}")
 endif()
-if(NOT err MATCHES "unavailable: (no NVIDIA driver|no CUDA device)" AND
+if(NOT err MATCHES "unavailable: (no usable NVIDIA driver|no CUDA device)" AND
    NOT err MATCHES "unimplemented: the CUDA backend found cuda:0")
   message(FATAL_ERROR "mogserve detect --device cuda did not name the cause; stderr: ${err}")
 endif()
