@@ -9,6 +9,10 @@
 #               libraries (cuDNN, cuBLAS(Lt) come from that machine's pip nvidia packages;
 #               cudart is static)
 #   .gpu/models/ssd_mobilenetv1 when models/ holds it (scripts/setup.sh)
+#   .gpu/REV    the commit it was built from (git rev-parse HEAD, plus " dirty" for a modified
+#               tree), which gpu_check.sh compares with the tree it runs in
+# Fails when a library other than cuDNN/cuBLAS is "not found" by ldd (the bundle would be
+# incomplete).
 # Fails when the bundle exceeds 40 MiB. MOGSERVE_JOBS sets the build's parallelism (default 2).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,6 +29,15 @@ mkdir -p "$BUNDLE/bin" "$BUNDLE/lib"
 BINARIES=("$BUILD_DIR/mogserve" "$BUILD_DIR/tests/engine/cuda/cuda_tests"
           "$BUILD_DIR/tests/engine/cuda/cuda_host_tests")
 cp "${BINARIES[@]}" "$BUNDLE/bin/"
+REV=$(git -C "$ROOT" rev-parse HEAD)
+if ! git -C "$ROOT" diff --quiet HEAD --; then REV="$REV dirty"; fi
+echo "$REV" >"$BUNDLE/REV"
+MISSING=$(ldd "${BINARIES[@]}" | grep '=> not found' | grep -vE 'libcudnn|libcublas' || true)
+if [ -n "$MISSING" ]; then
+  echo "gpu_bundle: FAILED: ldd finds no file for:" >&2
+  echo "$MISSING" >&2
+  exit 1
+fi
 ldd "${BINARIES[@]}" | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
     libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | librt.so.* | ld-linux* | \
@@ -40,8 +53,10 @@ else
 fi
 
 BYTES=$(du -sb "$BUNDLE" | cut -f1)
-GLIBCXX=$(objdump -T "$BUNDLE"/bin/* | grep -o 'GLIBCXX_[0-9.]*' | sort -uV | tail -n 1)
-GLIBC=$(objdump -T "$BUNDLE"/bin/* "$BUNDLE"/lib/* | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)
+# `|| true`: under set -e -o pipefail a grep that matches nothing would end the script silently.
+GLIBCXX=$(objdump -T "$BUNDLE"/bin/* | grep -o 'GLIBCXX_[0-9.]*' | sort -uV | tail -n 1 || true)
+GLIBC=$(objdump -T "$BUNDLE"/bin/* "$BUNDLE"/lib/* | grep -o 'GLIBC_[0-9.]*' | sort -uV |
+  tail -n 1 || true)
 echo "gpu_bundle: $BUNDLE: $((BYTES / 1024 / 1024)) MiB; needs $GLIBC, $GLIBCXX on the GPU machine"
 ls -1 "$BUNDLE/lib"
 if [ "$BYTES" -gt $((40 * 1024 * 1024)) ]; then

@@ -11,7 +11,11 @@
 #      answer with a device present) -> OUT/cuda_host_tests.{log,json};
 #   4. `mogserve detect --device cuda`: logs the device and the loaded cuDNN/cuBLASLt versions,
 #      then must exit 3 saying the executor is not written -> OUT/detect.log;
-# and OUT/summary.txt, printed last. Exit status 1 when a step failed. Each step has a timeout.
+# and OUT/summary.txt, printed last. Exit status 1 when a step failed. Each step has a timeout
+# (then SIGKILL 10 s later: a process stuck in the driver may ignore SIGTERM). A test binary
+# counts as ok only when it exits 0 having passed at least one test.
+# No `set -e`: every step runs and is recorded even when an earlier one failed; each command's
+# status is checked where it matters, and greps that may match nothing end in `|| true`.
 set -uo pipefail
 OUT="${1:?usage: scripts/gpu_check.sh OUT}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,7 +34,10 @@ for d in "$SP/nvidia/cudnn/lib" "$SP/nvidia/cu13/lib" "$SP/nvidia/cublas/lib" \
          "$SP/nvidia/cuda_runtime/lib" /usr/local/cuda/lib64; do
   if [ -d "$d" ]; then LIBS="$LIBS:$d"; fi
 done
-with_libs() { LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
+# Prepended, never replacing the caller's: in NVIDIA containers libcuda.so.1 may be reachable
+# only through LD_LIBRARY_PATH (e.g. /usr/local/nvidia/lib64). The ldd check, the tests and
+# mogserve all run through with_libs, so they see the same libraries.
+with_libs() { env LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
 
 SUMMARY="$OUT/summary.txt"
 : >"$SUMMARY"
@@ -54,7 +61,10 @@ for name in ("nvidia-cudnn-cu13", "nvidia-cublas", "nvidia-cublas-cu13", "nvidia
     except m.PackageNotFoundError:
         pass
 PY
-  echo "LD_LIBRARY_PATH for the bundle: $LIBS"
+  echo "bundle built from: $(cat "$BUNDLE/REV" 2>/dev/null || echo unknown)"
+  echo "LD_LIBRARY_PATH for the bundle: $LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "libcuda in the loader cache:"
+  ldconfig -p 2>/dev/null | grep 'libcuda\.so' || echo "  none (then only LD_LIBRARY_PATH can provide it)"
   with_libs ldd "$BUNDLE"/bin/*
 } >"$OUT/env.txt" 2>&1
 if grep -q "=> not found" "$OUT/env.txt"; then
@@ -62,31 +72,55 @@ if grep -q "=> not found" "$OUT/env.txt"; then
 else
   record environment ok "$(grep -m1 -o 'Driver Version: [0-9.]*' "$OUT/env.txt" || echo 'no nvidia-smi')"
 fi
+# Binaries from another commit than the tree they run in: their results are not this tree's.
+BUNDLE_REV=$(cat "$BUNDLE/REV" 2>/dev/null || true)
+TREE_REV=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || true)
+if [ -z "$BUNDLE_REV" ]; then
+  record bundle WARN "no .gpu/REV: the bundle's commit is unknown"
+elif [ -z "$TREE_REV" ]; then
+  record bundle ok "built from $BUNDLE_REV (no git here to compare)"
+elif [ "${BUNDLE_REV%% *}" != "$TREE_REV" ]; then
+  record bundle WARN "built from $BUNDLE_REV, but the tree is at $TREE_REV"
+else
+  record bundle ok "built from $BUNDLE_REV"
+fi
 
 # 2-3. The test binaries.
 run_tests() {  # name, timeout seconds
-  timeout "$2" env LD_LIBRARY_PATH="$LIBS" "$BUNDLE/bin/$1" --gtest_output="json:$OUT/$1.json" \
+  with_libs timeout -k 10 "$2" "$BUNDLE/bin/$1" --gtest_output="json:$OUT/$1.json" \
     >"$OUT/$1.log" 2>&1
   local rc=$?
-  local line
-  line=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?' "$OUT/$1.log" | tr '\n' ' ')
-  if [ $rc -eq 0 ]; then record "$1" ok "$line"; else record "$1" FAIL "exit $rc: $line"; fi
+  local line passed
+  line=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?' "$OUT/$1.log" | tr '\n' ' ' || true)
+  passed=$(grep -m1 -oE '^\[  PASSED  \] [0-9]+' "$OUT/$1.log" | grep -oE '[0-9]+$' || true)
+  if [ $rc -ne 0 ]; then
+    record "$1" FAIL "exit $rc: $line"
+  elif [ "${passed:-0}" -eq 0 ]; then
+    record "$1" FAIL "no test passed: $line"
+  else
+    record "$1" ok "$line"
+  fi
 }
 run_tests cuda_tests 120
 run_tests cuda_host_tests 120
 if grep -q '^\[  SKIPPED \]' "$OUT/cuda_tests.log"; then
   record "cuda_tests" FAIL "tests were skipped: no usable CUDA device"
 fi
+# It skips when the device probe fails (no driver, a refused cuDNN): on the GPU machine, a failure.
+if grep -q '^\[  SKIPPED \] CudaEngineTest.WithAGpuTheMissingExecutorIsSaid' \
+  "$OUT/cuda_host_tests.log"; then
+  record "cuda_host_tests" FAIL "WithAGpuTheMissingExecutorIsSaid skipped: the device probe failed"
+fi
 
 # 4. The engine's answer with a device.
-timeout 60 env LD_LIBRARY_PATH="$LIBS" "$BUNDLE/bin/mogserve" detect --device cuda \
+with_libs timeout -k 10 60 "$BUNDLE/bin/mogserve" detect --device cuda \
   --model mogface --synthetic-weights r50 "$ROOT/tests/data/photos/grace_hopper.jpg" \
   >"$OUT/detect.log" 2>&1
 rc=$?
 if [ $rc -eq 3 ] && grep -q "unimplemented: the CUDA backend found cuda:0" "$OUT/detect.log"; then
-  record detect ok "$(grep -m1 -o 'CUDA device: .*' "$OUT/detect.log")"
+  record detect ok "$(grep -m1 -o 'CUDA device: .*' "$OUT/detect.log" || true)"
 else
-  record detect FAIL "exit $rc: $(tail -n 1 "$OUT/detect.log")"
+  record detect FAIL "exit $rc: $(tail -n 1 "$OUT/detect.log" || true)"
 fi
 
 echo "not measured (the CUDA executor is not written yet): parity per precision, benchmarks" \
