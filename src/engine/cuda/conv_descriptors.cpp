@@ -123,10 +123,13 @@ StatusOr<std::unique_ptr<ConvDescriptors>> ConvDescriptors::Create(const ConvGeo
                                      "cudnnSetConvolutionMathType"));
   const bool relu = g.act != model::Activation::kNone;
   d->needs_clamp_ = g.act == model::Activation::kRelu6;
+  d->identity_epilogue_ = !relu;
+  // NaN propagates, as in the reference, PyTorch and Activate(): a NaN from an FP16 overflow
+  // (Inf − Inf) must reach the parity checks, not become 0 in the ReLU.
   MOGSERVE_RETURN_IF_ERROR(CudnnCall(
       cudnnSetActivationDescriptor(d->act_,
                                    relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
-                                   CUDNN_NOT_PROPAGATE_NAN, 0.0),
+                                   CUDNN_PROPAGATE_NAN, 0.0),
       "cudnnSetActivationDescriptor"));
   return d;
 }

@@ -2,7 +2,7 @@
 // DeviceChannels() channels, a KRSC filter (device_weights.h), FP32 accumulation, the math type
 // of the precision (fp32: CUDNN_FMA_MATH, so TF32 stays off; tf32: tensor ops with conversion;
 // fp16/bf16: tensor ops), and the fused epilogue (bias, optional residual z, ReLU or identity;
-// ReLU6 = ReLU + a clamp kernel). Descriptors need no GPU: they are built and checked on any
+// ReLU6 = ReLU + a clamp kernel; NaN propagated). Descriptors need no GPU: they are built and checked on any
 // machine with cuDNN installed. Includes cuDNN's header: src/engine/cuda/ only.
 #pragma once
 
@@ -53,6 +53,9 @@ class ConvDescriptors {
   cudnnActivationDescriptor_t activation() const { return act_; }
   // ReLU6: the fused call applies ReLU, a clamp kernel the upper bound.
   bool needs_clamp() const { return needs_clamp_; }
+  // No activation (towers, laterals): the legacy fused call then takes only
+  // CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM (specs/cuda_backend.md §4).
+  bool identity_epilogue() const { return identity_epilogue_; }
 
   // What cuDNN computes from x, w and conv: {n, c, h, w} of the output.
   StatusOr<std::array<int, 4>> OutputDims() const;
@@ -66,6 +69,7 @@ class ConvDescriptors {
   cudnnConvolutionDescriptor_t conv_ = nullptr;
   cudnnActivationDescriptor_t act_ = nullptr;
   bool needs_clamp_ = false;
+  bool identity_epilogue_ = false;
 };
 
 }  // namespace mogserve::engine::cuda

@@ -74,14 +74,15 @@ MOGSERVE_HD PoolWindow PoolWindowAt(int oy, int ox, int in_h, int in_w, int kern
   return w;
 }
 
-// The maximum of load(y, x) over the window; −inf for an empty window.
+// The maximum of load(y, x) over the window; −inf for an empty window; NaN when a tap is NaN
+// (as PyTorch's max_pool2d: a non-finite value must reach the parity checks).
 template <typename Load>
 MOGSERVE_HD float MaxOverWindow(const PoolWindow& w, const Load& load) {
   float best = -INFINITY;
   for (int y = w.y0; y < w.y1; ++y) {
     for (int x = w.x0; x < w.x1; ++x) {
       const float v = load(y, x);
-      best = best < v ? v : best;
+      best = (v > best || v != v) ? v : best;
     }
   }
   return best;

@@ -17,7 +17,7 @@ namespace {
 using ::testing::HasSubstr;
 
 struct Counts {
-  int convs = 0, asymmetric = 0, clamps = 0;
+  int convs = 0, asymmetric = 0, clamps = 0, identity = 0;
 };
 
 Counts CheckEveryConv(std::shared_ptr<const model::Network> net, int h, int w, int batch,
@@ -48,6 +48,19 @@ Counts CheckEveryConv(std::shared_ptr<const model::Network> net, int h, int w, i
                              : out.channels;
     EXPECT_EQ(*dims, (std::array<int, 4>{batch, channels, out.height, out.width})) << ops[i].name;
     counts.clamps += (*d)->needs_clamp();
+    counts.identity += (*d)->identity_epilogue();
+    // The activation cuDNN was given: ReLU (ReLU6 too, plus a clamp) or identity, and NaN
+    // propagated so a non-finite value reaches the parity checks.
+    cudnnActivationMode_t mode{};
+    cudnnNanPropagation_t nan{};
+    double coef = -1;
+    EXPECT_EQ(cudnnGetActivationDescriptor((*d)->activation(), &mode, &nan, &coef),
+              CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(nan, CUDNN_PROPAGATE_NAN) << ops[i].name;
+    EXPECT_EQ(mode, ops[i].act == model::Activation::kNone ? CUDNN_ACTIVATION_IDENTITY
+                                                           : CUDNN_ACTIVATION_RELU)
+        << ops[i].name;
+    EXPECT_EQ((*d)->identity_epilogue(), ops[i].act == model::Activation::kNone) << ops[i].name;
   }
   return counts;
 }
@@ -62,6 +75,8 @@ TEST(ConvDescriptorsTest, MogFaceConvsMatchThePlanInCudnn) {
       EXPECT_GT(c.convs, 50);
       EXPECT_EQ(c.asymmetric, 0);
       EXPECT_EQ(c.clamps, 0);
+      EXPECT_GT(c.identity, 0);  // laterals, towers
+      EXPECT_LT(c.identity, c.convs);
     }
   }
 }

@@ -176,6 +176,12 @@ TEST(KernelMathTest, MaxPoolMatchesTheReference) {
   EXPECT_EQ(corner.y1, 2);
   EXPECT_EQ(MaxOverWindow(corner, [](int, int) { return -3.0f; }), -3.0f);
   EXPECT_EQ(MaxOverWindow(PoolWindow{2, 2, 0, 1}, [](int, int) { return 1.0f; }), -INFINITY);
+  // A NaN tap wins wherever it is in the window (first, middle or last).
+  for (int nan_at : {0, 4, 8}) {
+    EXPECT_TRUE(std::isnan(MaxOverWindow(PoolWindow{0, 3, 0, 3}, [&](int y, int x) {
+      return y * 3 + x == nan_at ? std::numeric_limits<float>::quiet_NaN() : 5.0f;
+    }))) << nan_at;
+  }
 }
 
 // The statistics as the GPU computes them: Welford per thread over a strided slice of each
