@@ -35,7 +35,8 @@ inline constexpr int64_t kArenaAlignmentBytes = 256;
 
 // Channels of a tensor on the device (NHWC): rounded up to a multiple of 8, so every pixel row
 // is 16-byte aligned in FP16 and tensor-core convolutions take it (the input 3 → 8, the
-// predictors' 1 and 4 → 8). The extra channels hold zeros.
+// predictors' 1 and 4 → 8). The extra channels hold finite zeros: every kernel writes them
+// (the padding-channel contract of kernels.h), since arena memory is reused uninitialised.
 inline int DeviceChannels(int channels) {
   return (channels + 7) / 8 * 8;
 }

@@ -221,14 +221,20 @@ __global__ void UpsampleAddKernel(const T* __restrict__ top, NhwcShape ts, const
 
 // --- Concat, clamp, output stage ---
 
+// Writes channels [channel_offset, channel_offset + width) of every output pixel: the first
+// `channels` from `in`, the rest (the padding channels, for the last input) 0.
 template <typename T>
-__global__ void CopyChannelsKernel(const T* __restrict__ in, int in_c, int channels,
+__global__ void CopyChannelsKernel(const T* __restrict__ in, int in_c, int channels, int width,
                                    T* __restrict__ out, int out_c, int channel_offset,
                                    int64_t pixels) {
-  MOGSERVE_GRID_STRIDE(i, pixels * channels) {
-    const int64_t pixel = i / channels;
-    const int c = static_cast<int>(i % channels);
-    out[pixel * out_c + channel_offset + c] = in[pixel * in_c + c];
+  MOGSERVE_GRID_STRIDE(i, pixels * width) {
+    const int64_t pixel = i / width;
+    const int c = static_cast<int>(i % width);
+    if (c < channels) {
+      out[pixel * out_c + channel_offset + c] = in[pixel * in_c + c];
+    } else {
+      Store(out, pixel * out_c + channel_offset + c, 0.0f);
+    }
   }
 }
 
@@ -436,8 +442,8 @@ Status LaunchUpsampleAdd(const void* top, const NhwcShape& top_shape, const void
 }
 
 Status LaunchCopyChannels(const void* in, const NhwcShape& in_shape, int channels, void* out,
-                          const NhwcShape& out_shape, int channel_offset, StorageType type,
-                          cudaStream_t stream) {
+                          const NhwcShape& out_shape, int channel_offset, bool last_input,
+                          StorageType type, cudaStream_t stream) {
   if (in == nullptr || out == nullptr) return InvalidArgument("concat: null input or output");
   if (!Valid(in_shape)) return BadShape("concat input", in_shape);
   if (!Valid(out_shape)) return BadShape("concat output", out_shape);
@@ -449,11 +455,12 @@ Status LaunchCopyChannels(const void* in, const NhwcShape& in_shape, int channel
                            " of " + Text(out_shape) + " do not fit");
   }
   const int64_t pixels = int64_t{in_shape.n} * in_shape.h * in_shape.w;
+  const int width = last_input ? out_shape.c - channel_offset : channels;
   Dispatch(type, [&](auto t) {
     using T = decltype(t);
-    CopyChannelsKernel<T><<<Blocks(pixels * channels), kThreads, 0, stream>>>(
-        static_cast<const T*>(in), in_shape.c, channels, static_cast<T*>(out), out_shape.c,
-        channel_offset, pixels);
+    CopyChannelsKernel<T><<<Blocks(pixels * width), kThreads, 0, stream>>>(
+        static_cast<const T*>(in), in_shape.c, channels, width, static_cast<T*>(out),
+        out_shape.c, channel_offset, pixels);
   });
   return Launched("CopyChannelsKernel");
 }

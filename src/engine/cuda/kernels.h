@@ -4,6 +4,13 @@
 // (kInvalidArgument naming the bad one), enqueues on `stream` without synchronising (so the
 // calls can be captured into a CUDA graph) and reports a launch error as kInternal. Pointers are
 // device pointers. Includes the CUDA runtime header: src/engine/cuda/ only.
+//
+// Padding channels: every kernel that produces a tensor writes its padding channels
+// [real channels, DeviceChannels) as finite zeros (pre-processing, GroupNorm apply and concat
+// write 0; max-pool, upsample-add and clamp map zeros to zeros; convolutions get zero weights
+// and bias there). The next convolution's weights for those channels are 0, but 0 × NaN is NaN:
+// arena memory is reused and uninitialised, so a padding channel left unwritten could poison a
+// whole output.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -54,11 +61,14 @@ Status LaunchUpsampleAdd(const void* top, const NhwcShape& top_shape, const void
                          void* out, const NhwcShape& out_shape, StorageType type,
                          cudaStream_t stream);
 
-// Concatenation, one input at a time: copies channels [0, channels) of every pixel of `in` into
-// channels [channel_offset, channel_offset + channels) of `out` (same n, h, w).
+// Concatenation, one input at a time in channel order: copies channels [0, channels) of every
+// pixel of `in` into channels [channel_offset, channel_offset + channels) of `out` (same n, h,
+// w). For the last input (`last_input`) it also writes 0 into channels [channel_offset +
+// channels, out.c): the output's padding channels when the real channels add up to less than
+// DeviceChannels (e.g. 4 + 8 of 16), which the next convolution reads (see the contract above).
 Status LaunchCopyChannels(const void* in, const NhwcShape& in_shape, int channels, void* out,
-                          const NhwcShape& out_shape, int channel_offset, StorageType type,
-                          cudaStream_t stream);
+                          const NhwcShape& out_shape, int channel_offset, bool last_input,
+                          StorageType type, cudaStream_t stream);
 
 // x = min(max(x, lo), hi) over `count` elements, in place (ReLU6 after a ReLU-fused conv).
 Status LaunchClamp(void* x, int64_t count, float lo, float hi, StorageType type,

@@ -31,7 +31,7 @@ TEST(KernelArgsTest, BadArgumentsAreRefusedBeforeLaunching) {
   st = LaunchUpsampleAdd(dummy, NhwcShape{1, 2, 2, 8}, dummy + 1, dummy, s, StorageType::kBf16,
                          nullptr);
   EXPECT_THAT(st.message(), HasSubstr("cannot be the top map"));
-  st = LaunchCopyChannels(dummy, s, 8, dummy, s, 4, StorageType::kF32, nullptr);
+  st = LaunchCopyChannels(dummy, s, 8, dummy, s, 4, true, StorageType::kF32, nullptr);
   EXPECT_THAT(st.message(), HasSubstr("do not fit"));
   st = LaunchClamp(dummy, 4, 6.0f, 0.0f, StorageType::kF32, nullptr);
   EXPECT_THAT(st.message(), HasSubstr("lo must be <= hi"));

@@ -248,6 +248,30 @@ TEST(KernelsGpuTest, UpsampleAddInPlaceMatchesTheHost) {
   }
 }
 
+// A concat whose real channels (4 + 8) fall short of the output's stride (16): the last input
+// zeroes channels 12..15 of the poisoned output, which the next convolution reads (× 0 weights).
+TEST(KernelsGpuTest, ConcatZeroesThePaddingChannels) {
+  SKIP_WITHOUT_DEVICE();
+  const NhwcShape a{2, 3, 5, 8}, b{2, 3, 5, 8}, out{2, 3, 5, 16};
+  const std::vector<float> va = Random(a.elements(), -9, 9, 20), vb = Random(b.elements(), -9, 9, 21);
+  for (StorageType type : kTypes) {
+    DeviceBuffer d_a(Encode(va, type)), d_b(Encode(vb, type));
+    DeviceBuffer d_out(out.elements() * StorageBytes(type));  // poisoned: NaN
+    ASSERT_TRUE(
+        LaunchCopyChannels(d_a.get(), a, 4, d_out.get(), out, 0, false, type, nullptr).ok());
+    ASSERT_TRUE(
+        LaunchCopyChannels(d_b.get(), b, 8, d_out.get(), out, 4, true, type, nullptr).ok());
+    const std::vector<float> got = d_out.ReadAs(type);
+    for (int64_t p = 0; p < int64_t{out.n} * out.h * out.w; ++p) {
+      for (int c = 0; c < 16; ++c) {
+        const float want = c < 4 ? Stored(va[p * 8 + c], type)
+                                 : (c < 12 ? Stored(vb[p * 8 + c - 4], type) : 0.0f);
+        ASSERT_EQ(got[p * 16 + c], want) << StorageTypeName(type) << " " << p << " " << c;
+      }
+    }
+  }
+}
+
 TEST(KernelsGpuTest, ConcatClampAndOutputStage) {
   SKIP_WITHOUT_DEVICE();
   const NhwcShape a{2, 5, 4, 8}, b{2, 5, 4, 16}, out{2, 5, 4, 24};
@@ -255,8 +279,10 @@ TEST(KernelsGpuTest, ConcatClampAndOutputStage) {
   for (StorageType type : kTypes) {
     DeviceBuffer d_a(Encode(va, type)), d_b(Encode(vb, type));
     DeviceBuffer d_out(out.elements() * StorageBytes(type));
-    ASSERT_TRUE(LaunchCopyChannels(d_a.get(), a, 8, d_out.get(), out, 0, type, nullptr).ok());
-    ASSERT_TRUE(LaunchCopyChannels(d_b.get(), b, 16, d_out.get(), out, 8, type, nullptr).ok());
+    ASSERT_TRUE(
+        LaunchCopyChannels(d_a.get(), a, 8, d_out.get(), out, 0, false, type, nullptr).ok());
+    ASSERT_TRUE(
+        LaunchCopyChannels(d_b.get(), b, 16, d_out.get(), out, 8, true, type, nullptr).ok());
     ASSERT_TRUE(LaunchClamp(d_out.get(), out.elements(), 0.0f, 6.0f, type, nullptr).ok());
     const std::vector<float> got = d_out.ReadAs(type);
     for (int64_t p = 0; p < int64_t{out.n} * out.h * out.w; ++p) {
