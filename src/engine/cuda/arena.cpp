@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 
 namespace mogserve::engine::cuda {
 namespace {
@@ -138,6 +139,14 @@ ArenaPlan PlanArena(const model::LayerPlan& plan, int batch, int element_bytes,
   }
   out.total_bytes = layout.total_bytes;
   return out;
+}
+
+Status CheckArenaSchedule(const ArenaPlan& arena, int streams) {
+  if (streams == arena.streams) return Status::Ok();
+  return Unimplemented("the activation arena was planned for ops run in op order on " +
+                       std::to_string(arena.streams) + " stream; " + std::to_string(streams) +
+                       " streams need a stream-aware plan (lives extended to each branch's "
+                       "join, one GroupNorm workspace per branch), which is not written yet");
 }
 
 }  // namespace mogserve::engine::cuda

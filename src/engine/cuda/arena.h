@@ -20,6 +20,18 @@
 // largest to the smallest, each at the lowest 256-byte-aligned offset whose gap between the
 // storages already placed and alive at the same time fits it (best fit: the smallest such gap).
 // Deterministic: ties break by first use, then by index.
+//
+// One stream, op order: liveness is by op index, which is only the truth when the ops run one
+// after another in op order on one stream (or in a graph captured from such a stream). With
+// forked streams (specs/cuda_backend.md §6: the cls/loc towers and levels P3–P7 in parallel),
+// two tensors with disjoint op intervals can be alive at once and this plan would let them
+// share bytes: a silent data race. Such a schedule needs another plan (each branch's lives
+// extended to its join, or per-branch sub-arenas) and one GroupNorm workspace and statistics
+// buffer per concurrent branch; CheckArenaSchedule refuses it until then.
+//
+// Not in the arena (owned by each engine instance, beside it): the GroupNorm partials
+// (GroupNormWorkspaceBytes) and statistics, the output stage's conf/loc buffers, the cuDNN
+// workspace, pinned host staging.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +39,7 @@
 #include <vector>
 
 #include "model/layer_plan.h"
+#include "mogserve/status.h"
 
 namespace mogserve::engine::cuda {
 
@@ -72,6 +85,7 @@ struct ArenaOptions {
 struct ArenaPlan {
   int batch = 0;
   int element_bytes = 0;
+  int streams = 1;  // the schedule it is valid for: the ops in op order on one stream
   // Per tensor id: the bytes it needs (aligned; 0 for a tensor nothing writes), its offset (−1
   // when 0 bytes), and the tensor whose storage it uses (itself, or an op input it overwrites
   // in place).
@@ -85,6 +99,11 @@ struct ArenaPlan {
 
 ArenaPlan PlanArena(const model::LayerPlan& plan, int batch, int element_bytes,
                     const ArenaOptions& options = {});
+
+// Whether `arena` may serve a forward pass whose ops run on `streams` streams: Ok for the one
+// stream it was planned for; kUnimplemented for forked streams (see "One stream, op order").
+// The executor calls it before using a plan.
+Status CheckArenaSchedule(const ArenaPlan& arena, int streams);
 
 // The op (−1: the pre-processing) that writes tensor `tensor` of `plan`, or −2 when none does.
 int ProducerOp(const model::LayerPlan& plan, int tensor);

@@ -233,6 +233,20 @@ TEST(ArenaTest, RandomNetworksNeverOverlapLiveTensors) {
   EXPECT_GT(in_place, 0) << "no random network exercised an in-place op";
 }
 
+// The plan assumes one stream in op order: forked streams must not use it (arena.h).
+TEST(ArenaTest, OnlyTheOneStreamScheduleMayUseThePlan) {
+  std::mt19937 rng(16);
+  const LayerPlan plan = RandomPlan(rng);
+  const ArenaPlan a = PlanArena(plan, 1, 2);
+  EXPECT_EQ(a.streams, 1);
+  EXPECT_TRUE(CheckArenaSchedule(a, 1).ok());
+  for (int streams : {2, 5}) {
+    const Status st = CheckArenaSchedule(a, streams);
+    EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
+    EXPECT_NE(st.message().find("stream-aware plan"), std::string::npos) << st.message();
+  }
+}
+
 // Bytes of the arena per image for a real network.
 struct RealArena {
   int64_t total, sum, in_place_ops;
