@@ -7,9 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/cuda/float16.h"
@@ -161,89 +164,120 @@ TEST(KernelsGpuTest, MaxPoolMatchesTheHost) {
   }
 }
 
+// Runs GroupNorm statistics + apply on `in` (shape s, `channels` real channels in `groups`
+// groups, random gamma/beta, eps 1e-5), in place or into a poisoned buffer, and checks the
+// statistics and every output against FP64 on the stored input; padding channels must be 0.
+void CheckGroupNorm(const NhwcShape& s, int channels, int groups, const std::vector<float>& in,
+                    StorageType type, int act, bool in_place) {
+  SCOPED_TRACE(std::string(StorageTypeName(type)) + " act " + std::to_string(act) +
+               (in_place ? " in place" : ""));
+  const std::vector<float> gamma = Random(s.c, 0.5f, 1.5f, 4), beta = Random(s.c, -0.5f, 0.5f, 5);
+  std::vector<uint8_t> gb(s.c * 4), bb(s.c * 4);
+  std::memcpy(gb.data(), gamma.data(), gb.size());
+  std::memcpy(bb.data(), beta.data(), bb.size());
+  DeviceBuffer d_gamma(gb), d_beta(bb);
+  const std::vector<uint8_t> encoded = Encode(in, type);
+  const std::vector<float> x = Decode(encoded, type);  // what the device holds
+  DeviceBuffer d_x(encoded);
+  std::optional<DeviceBuffer> d_out;
+  if (!in_place) d_out.emplace(s.elements() * StorageBytes(type));
+  void* y = in_place ? d_x.get() : d_out->get();
+  DeviceBuffer d_ws(GroupNormWorkspaceBytes(s.n, groups)), d_stats(s.n * groups * 2 * 4);
+  ASSERT_TRUE(LaunchGroupNormStats(d_x.get(), s, channels, groups, 1e-5f, d_ws.get(),
+                                   static_cast<float*>(d_stats.get()), type, nullptr)
+                  .ok());
+  ASSERT_TRUE(LaunchGroupNormApply(d_x.get(), s, channels, groups,
+                                   static_cast<const float*>(d_stats.get()),
+                                   static_cast<const float*>(d_gamma.get()),
+                                   static_cast<const float*>(d_beta.get()), act, y, type, nullptr)
+                  .ok());
+  const std::vector<float> stats = d_stats.ReadAs(StorageType::kF32);
+  const std::vector<float> got = (in_place ? d_x : *d_out).ReadAs(type);
+  const int64_t plane = int64_t{s.h} * s.w;
+  const int per_group = channels / groups;
+  for (int n = 0; n < s.n; ++n) {
+    for (int g = 0; g < groups; ++g) {
+      double sum = 0, sq = 0;
+      const double count = static_cast<double>(plane) * per_group;
+      auto at = [&](int64_t p, int j) { return (n * plane + p) * s.c + g * per_group + j; };
+      for (int64_t p = 0; p < plane; ++p) {
+        for (int j = 0; j < per_group; ++j) sum += x[at(p, j)];
+      }
+      const double mean = sum / count;
+      for (int64_t p = 0; p < plane; ++p) {
+        for (int j = 0; j < per_group; ++j) sq += (x[at(p, j)] - mean) * (x[at(p, j)] - mean);
+      }
+      const double inv_std = 1.0 / std::sqrt(sq / count + 1e-5);
+      ASSERT_NEAR(stats[2 * (n * groups + g)], mean, 1e-5 * std::abs(mean) + 1e-6);
+      ASSERT_NEAR(stats[2 * (n * groups + g) + 1], inv_std, 1e-4 * inv_std);
+      for (int64_t p = 0; p < plane; ++p) {
+        for (int j = 0; j < per_group; ++j) {
+          const int c = g * per_group + j;
+          double want = (x[at(p, j)] - mean) * inv_std * gamma[c] + beta[c];
+          if (act != kActNone) want = std::max(0.0, want);
+          if (act == kActRelu6) want = std::min(6.0, want);
+          ASSERT_NEAR(got[at(p, j)], want, Tolerance(type, std::abs(want)) + 1e-4) << at(p, j);
+        }
+      }
+    }
+    for (int64_t p = 0; p < plane; ++p) {
+      for (int c = channels; c < s.c; ++c) ASSERT_EQ(got[(n * plane + p) * s.c + c], 0.0f);
+    }
+  }
+}
+
 TEST(KernelsGpuTest, GroupNormMatchesFp64WithPaddingChannelsZero) {
   SKIP_WITHOUT_DEVICE();
   const NhwcShape s{2, 20, 19, 64};
-  const int channels = 60, groups = 4, per_group = 15;      // 4 padding channels
-  std::vector<float> in = Random(s.elements(), 40, 44, 3);  // a large mean, a small spread
-  const std::vector<float> gamma = Random(64, 0.5f, 1.5f, 4), beta = Random(64, -0.5f, 0.5f, 5);
-  std::vector<uint8_t> gb(64 * 4);
+  const std::vector<float> in = Random(s.elements(), 40, 44, 3);  // a large mean, a small spread
   for (StorageType type : kTypes) {
-    DeviceBuffer d_x(Encode(in, type)), d_y(s.elements() * StorageBytes(type));
-    DeviceBuffer d_ws(GroupNormWorkspaceBytes(s.n, groups)), d_stats(s.n * groups * 2 * 4);
-    std::memcpy(gb.data(), gamma.data(), gb.size());
-    DeviceBuffer d_gamma(gb);
-    std::memcpy(gb.data(), beta.data(), gb.size());
-    DeviceBuffer d_beta(gb);
-    ASSERT_TRUE(LaunchGroupNormStats(d_x.get(), s, channels, groups, 1e-5f, d_ws.get(),
-                                     static_cast<float*>(d_stats.get()), type, nullptr)
-                    .ok());
-    ASSERT_TRUE(LaunchGroupNormApply(
-                    d_x.get(), s, channels, groups, static_cast<const float*>(d_stats.get()),
-                    static_cast<const float*>(d_gamma.get()),
-                    static_cast<const float*>(d_beta.get()), kActRelu, d_y.get(), type, nullptr)
-                    .ok());
-    const std::vector<float> stats = d_stats.ReadAs(StorageType::kF32);
-    const std::vector<float> got = d_y.ReadAs(type);
-    const int64_t plane = int64_t{s.h} * s.w;
-    for (int n = 0; n < s.n; ++n) {
-      for (int g = 0; g < groups; ++g) {
-        double sum = 0, sq = 0;
-        const int count = static_cast<int>(plane) * per_group;
-        for (int64_t p = 0; p < plane; ++p) {
-          for (int j = 0; j < per_group; ++j) {
-            sum += Stored(in[(n * plane + p) * s.c + g * per_group + j], type);
-          }
-        }
-        const double mean = sum / count;
-        for (int64_t p = 0; p < plane; ++p) {
-          for (int j = 0; j < per_group; ++j) {
-            const double d = Stored(in[(n * plane + p) * s.c + g * per_group + j], type) - mean;
-            sq += d * d;
-          }
-        }
-        const double inv_std = 1.0 / std::sqrt(sq / count + 1e-5);
-        EXPECT_NEAR(stats[2 * (n * groups + g)], mean, 1e-5 * mean);
-        EXPECT_NEAR(stats[2 * (n * groups + g) + 1], inv_std, 1e-4 * inv_std);
-        for (int64_t p = 0; p < plane; ++p) {
-          for (int j = 0; j < per_group; ++j) {
-            const int c = g * per_group + j;
-            const int64_t i = (n * plane + p) * s.c + c;
-            const double want =
-                std::max(0.0, (Stored(in[i], type) - mean) * inv_std * gamma[c] + beta[c]);
-            ASSERT_NEAR(got[i], want, Tolerance(type, std::abs(want)) + 1e-4) << i;
-          }
-        }
-        for (int64_t p = 0; p < plane; ++p) {
-          for (int c = channels; c < s.c; ++c) ASSERT_EQ(got[(n * plane + p) * s.c + c], 0.0f);
-        }
+    for (int act : {kActNone, kActRelu, kActRelu6}) {
+      for (bool in_place : {false, true}) {
+        CheckGroupNorm(s, 60, 4, in, type, act, in_place);  // 4 padding channels
+        if (HasFatalFailure()) return;
       }
     }
   }
 }
 
-TEST(KernelsGpuTest, UpsampleAddInPlaceMatchesTheHost) {
+// Large enough for the grid-stride loops' second pass (26.2 M elements > 65536 blocks x 256
+// threads) and for the 64-split cap of the statistics (819 200 values per group), in place as
+// the arena runs it: R101's P2 towers at batch 2, FP16 (52 MB).
+TEST(KernelsGpuTest, GroupNormInPlaceOnALargeMap) {
+  SKIP_WITHOUT_DEVICE();
+  const NhwcShape s{2, 160, 160, 512};
+  ASSERT_GT(s.elements(), int64_t{65536} * 256);
+  ASSERT_GT(int64_t{s.h} * s.w * (512 / 16), int64_t{kGroupNormMaxSplits} * 256 * 16);
+  const std::vector<float> in = Random(s.elements(), -1, 3, 30);
+  CheckGroupNorm(s, 512, 16, in, StorageType::kF16, kActRelu, true);
+}
+
+TEST(KernelsGpuTest, UpsampleAddMatchesTheHostInPlaceOrNot) {
   SKIP_WITHOUT_DEVICE();
   const NhwcShape ts{2, 7, 6, 16}, os{2, 13, 11, 16};
   const std::vector<float> top = Random(ts.elements(), -2, 2, 6);
   const std::vector<float> lateral = Random(os.elements(), -2, 2, 7);
   for (StorageType type : kTypes) {
-    DeviceBuffer d_top(Encode(top, type)), d_lat(Encode(lateral, type));
-    ASSERT_TRUE(
-        LaunchUpsampleAdd(d_top.get(), ts, d_lat.get(), d_lat.get(), os, type, nullptr).ok());
-    const std::vector<float> got = d_lat.ReadAs(type);
-    for (int64_t i = 0; i < os.elements(); ++i) {
-      const int c = i % os.c, x = i / os.c % os.w, y = i / (os.c * os.w) % os.h,
-                n = i / (os.c * os.w * os.h);
-      const UpsampleTap ty = UpsampleAxis(y, ts.h), tx = UpsampleAxis(x, ts.w);
-      auto at = [&](int yy, int xx) {
-        return Stored(top[((static_cast<int64_t>(n) * ts.h + yy) * ts.w + xx) * ts.c + c], type);
-      };
-      const float want = Stored(
-          Stored(lateral[i], type) + Bilerp(at(ty.i0, tx.i0), at(ty.i0, tx.i1), at(ty.i1, tx.i0),
-                                            at(ty.i1, tx.i1), ty.frac, tx.frac),
-          type);
-      ASSERT_NEAR(got[i], want, Tolerance(type, 4.0)) << i;
+    for (bool in_place : {true, false}) {
+      DeviceBuffer d_top(Encode(top, type)), d_lat(Encode(lateral, type));
+      DeviceBuffer d_out(os.elements() * StorageBytes(type));  // poisoned
+      DeviceBuffer& out = in_place ? d_lat : d_out;
+      ASSERT_TRUE(
+          LaunchUpsampleAdd(d_top.get(), ts, d_lat.get(), out.get(), os, type, nullptr).ok());
+      const std::vector<float> got = out.ReadAs(type);
+      for (int64_t i = 0; i < os.elements(); ++i) {
+        const int c = i % os.c, x = i / os.c % os.w, y = i / (os.c * os.w) % os.h,
+                  n = i / (os.c * os.w * os.h);
+        const UpsampleTap ty = UpsampleAxis(y, ts.h), tx = UpsampleAxis(x, ts.w);
+        auto at = [&](int yy, int xx) {
+          return Stored(top[((static_cast<int64_t>(n) * ts.h + yy) * ts.w + xx) * ts.c + c], type);
+        };
+        const float want = Stored(
+            Stored(lateral[i], type) + Bilerp(at(ty.i0, tx.i0), at(ty.i0, tx.i1), at(ty.i1, tx.i0),
+                                              at(ty.i1, tx.i1), ty.frac, tx.frac),
+            type);
+        ASSERT_NEAR(got[i], want, Tolerance(type, 4.0)) << (in_place ? "in place " : "") << i;
+      }
     }
   }
 }
@@ -253,19 +287,19 @@ TEST(KernelsGpuTest, UpsampleAddInPlaceMatchesTheHost) {
 TEST(KernelsGpuTest, ConcatZeroesThePaddingChannels) {
   SKIP_WITHOUT_DEVICE();
   const NhwcShape a{2, 3, 5, 8}, b{2, 3, 5, 8}, out{2, 3, 5, 16};
-  const std::vector<float> va = Random(a.elements(), -9, 9, 20), vb = Random(b.elements(), -9, 9, 21);
+  const std::vector<float> va = Random(a.elements(), -9, 9, 20),
+                           vb = Random(b.elements(), -9, 9, 21);
   for (StorageType type : kTypes) {
     DeviceBuffer d_a(Encode(va, type)), d_b(Encode(vb, type));
     DeviceBuffer d_out(out.elements() * StorageBytes(type));  // poisoned: NaN
     ASSERT_TRUE(
         LaunchCopyChannels(d_a.get(), a, 4, d_out.get(), out, 0, false, type, nullptr).ok());
-    ASSERT_TRUE(
-        LaunchCopyChannels(d_b.get(), b, 8, d_out.get(), out, 4, true, type, nullptr).ok());
+    ASSERT_TRUE(LaunchCopyChannels(d_b.get(), b, 8, d_out.get(), out, 4, true, type, nullptr).ok());
     const std::vector<float> got = d_out.ReadAs(type);
     for (int64_t p = 0; p < int64_t{out.n} * out.h * out.w; ++p) {
       for (int c = 0; c < 16; ++c) {
-        const float want = c < 4 ? Stored(va[p * 8 + c], type)
-                                 : (c < 12 ? Stored(vb[p * 8 + c - 4], type) : 0.0f);
+        const float want =
+            c < 4 ? Stored(va[p * 8 + c], type) : (c < 12 ? Stored(vb[p * 8 + c - 4], type) : 0.0f);
         ASSERT_EQ(got[p * 16 + c], want) << StorageTypeName(type) << " " << p << " " << c;
       }
     }
