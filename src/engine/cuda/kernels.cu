@@ -163,7 +163,7 @@ __global__ void GroupNormPartialKernel(const T* __restrict__ x, NhwcShape s, int
   }
 }
 
-__global__ void GroupNormFinalizeKernel(const WelfordPartial* __restrict__ partials, int rows,
+__global__ void GroupNormFinalizeKernel(const WelfordPartial* __restrict__ partials, int64_t rows,
                                         int splits, float eps, float* __restrict__ stats) {
   MOGSERVE_GRID_STRIDE(row, rows) {
     Welford total;
@@ -369,8 +369,8 @@ Status CheckGroupNorm(const char* what, const NhwcShape& shape, int channels, in
 }  // namespace
 
 Status LaunchGroupNormStats(const void* x, const NhwcShape& shape, int channels, int groups,
-                            float eps, void* workspace, float* stats, StorageType type,
-                            cudaStream_t stream) {
+                            float eps, void* workspace, int64_t workspace_bytes, float* stats,
+                            StorageType type, cudaStream_t stream) {
   if (x == nullptr || workspace == nullptr || stats == nullptr) {
     return InvalidArgument("GroupNorm statistics: null input, workspace or statistics");
   }
@@ -379,6 +379,11 @@ Status LaunchGroupNormStats(const void* x, const NhwcShape& shape, int channels,
     return InvalidArgument("GroupNorm statistics: batch and groups must be <= 65535");
   }
   if (!(eps > 0.0f)) return InvalidArgument("GroupNorm statistics: eps must be > 0");
+  if (workspace_bytes < GroupNormWorkspaceBytes(shape.n, groups)) {
+    return InvalidArgument("GroupNorm statistics: a workspace of " +
+                           std::to_string(workspace_bytes) + " bytes, " +
+                           std::to_string(GroupNormWorkspaceBytes(shape.n, groups)) + " needed");
+  }
   // About 16 elements per thread per slice, at most kGroupNormMaxSplits slices per group.
   const int64_t count = int64_t{shape.h} * shape.w * (channels / groups);
   int64_t splits = (count + kThreads * 16 - 1) / (kThreads * 16);
@@ -392,7 +397,7 @@ Status LaunchGroupNormStats(const void* x, const NhwcShape& shape, int channels,
                                                              channels, groups, partials);
   });
   MOGSERVE_RETURN_IF_ERROR(Launched("GroupNormPartialKernel"));
-  const int rows = shape.n * groups;
+  const int64_t rows = int64_t{shape.n} * groups;  // both up to 65535: beyond int
   GroupNormFinalizeKernel<<<Blocks(rows), kThreads, 0, stream>>>(
       partials, rows, static_cast<int>(splits), eps, stats);
   return Launched("GroupNormFinalizeKernel");
@@ -459,8 +464,8 @@ Status LaunchCopyChannels(const void* in, const NhwcShape& in_shape, int channel
   Dispatch(type, [&](auto t) {
     using T = decltype(t);
     CopyChannelsKernel<T><<<Blocks(pixels * width), kThreads, 0, stream>>>(
-        static_cast<const T*>(in), in_shape.c, channels, width, static_cast<T*>(out),
-        out_shape.c, channel_offset, pixels);
+        static_cast<const T*>(in), in_shape.c, channels, width, static_cast<T*>(out), out_shape.c,
+        channel_offset, pixels);
   });
   return Launched("CopyChannelsKernel");
 }

@@ -2,8 +2,11 @@
 // channel stride is DeviceChannels(channels), in the storage type of the precision (FP32, FP16,
 // BF16) with FP32 arithmetic (kernel_math.h). Each launcher checks its arguments
 // (kInvalidArgument naming the bad one), enqueues on `stream` without synchronising (so the
-// calls can be captured into a CUDA graph) and reports a launch error as kInternal. Pointers are
-// device pointers. Includes the CUDA runtime header: src/engine/cuda/ only.
+// calls can be captured into a CUDA graph) and reports a launch error through CudaCall
+// (kInternal; kResourceExhausted for out of memory). cudaGetLastError also returns, and clears,
+// an error left by an earlier asynchronous call (a cuDNN call, another kernel): the kernel
+// named in such an error may not be the culprit. Pointers are device pointers. Includes the CUDA
+// runtime header: src/engine/cuda/ only.
 //
 // Padding channels: every kernel that produces a tensor writes its padding channels
 // [real channels, DeviceChannels) as finite zeros (pre-processing, GroupNorm apply and concat
@@ -48,9 +51,10 @@ Status LaunchMaxPool(const void* in, const NhwcShape& in_shape, void* out,
 // + beta) for the real channels, 0 for the padding channels; y may be x (in place).
 inline constexpr int kGroupNormMaxSplits = 64;
 int64_t GroupNormWorkspaceBytes(int n, int groups);
+// kInvalidArgument when workspace_bytes < GroupNormWorkspaceBytes(shape.n, groups).
 Status LaunchGroupNormStats(const void* x, const NhwcShape& shape, int channels, int groups,
-                            float eps, void* workspace, float* stats, StorageType type,
-                            cudaStream_t stream);
+                            float eps, void* workspace, int64_t workspace_bytes, float* stats,
+                            StorageType type, cudaStream_t stream);
 Status LaunchGroupNormApply(const void* x, const NhwcShape& shape, int channels, int groups,
                             const float* stats, const float* gamma, const float* beta, int act,
                             void* y, StorageType type, cudaStream_t stream);

@@ -158,9 +158,11 @@ SmallNet MakeSmallNet(int depthwise_channels = 16) {
   for (const model::ConvDef& d : s.net->convs()) {
     model::PreparedConv c;
     c.weight.shape = {d.out_channels, d.in_channels / d.groups, d.kernel, d.kernel};
-    // Value = a code of its OIHW position, so the layout can be read back.
+    // Value = a code of its OIHW position, so the layout can be read back: distinct integers
+    // below 256, exact in BF16 and FP16 too, so every precision checks the permutation.
+    EXPECT_LT(c.weight.numel(), 256);
     for (int64_t i = 0; i < c.weight.numel(); ++i) {
-      c.weight.values.push_back(0.5f + static_cast<float>(i) / 1024.0f);
+      c.weight.values.push_back(1.0f + static_cast<float>(i));
     }
     c.bias.shape = {d.out_channels};
     for (int o = 0; o < d.out_channels; ++o) c.bias.values.push_back(-1.0f - o);

@@ -20,8 +20,12 @@ TEST(KernelArgsTest, BadArgumentsAreRefusedBeforeLaunching) {
   EXPECT_THAT(st.message(), HasSubstr("[1,0,4,8]"));
   st = LaunchMaxPool(dummy, s, dummy, s, 3, 2, 3, 1, StorageType::kF32, nullptr);
   EXPECT_THAT(st.message(), HasSubstr("padding"));
-  st = LaunchGroupNormStats(dummy, s, 8, 3, 1e-5f, dummy, dummy, StorageType::kF16, nullptr);
+  st = LaunchGroupNormStats(dummy, s, 8, 3, 1e-5f, dummy, 1 << 20, dummy, StorageType::kF16,
+                            nullptr);
   EXPECT_THAT(st.message(), HasSubstr("groups"));
+  st = LaunchGroupNormStats(dummy, s, 8, 2, 1e-5f, dummy, GroupNormWorkspaceBytes(1, 2) - 1, dummy,
+                            StorageType::kF16, nullptr);
+  EXPECT_THAT(st.message(), HasSubstr("workspace"));
   st = LaunchGroupNormApply(dummy, s, 8, 2, dummy, dummy, dummy, 7, dummy, StorageType::kF16,
                             nullptr);
   EXPECT_THAT(st.message(), HasSubstr("activation 7"));

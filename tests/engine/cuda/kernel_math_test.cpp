@@ -262,8 +262,7 @@ TEST(KernelMathTest, GroupNormMatchesTheReference) {
             const double expected = want.v[c * plane + p];
             positive += expected > 0;
             const float got = GroupNormApply(static_cast<float>(in.v[c * plane + p]), w.mean,
-                                             inv_std, gamma[c],
-                                             beta[c], kActRelu);
+                                             inv_std, gamma[c], beta[c], kActRelu);
             ASSERT_NEAR(got, expected, k.tolerance) << "channel " << c << ", pixel " << p;
           }
         }

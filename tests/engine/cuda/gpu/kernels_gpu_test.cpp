@@ -182,8 +182,9 @@ void CheckGroupNorm(const NhwcShape& s, int channels, int groups, const std::vec
   std::optional<DeviceBuffer> d_out;
   if (!in_place) d_out.emplace(s.elements() * StorageBytes(type));
   void* y = in_place ? d_x.get() : d_out->get();
-  DeviceBuffer d_ws(GroupNormWorkspaceBytes(s.n, groups)), d_stats(s.n * groups * 2 * 4);
-  ASSERT_TRUE(LaunchGroupNormStats(d_x.get(), s, channels, groups, 1e-5f, d_ws.get(),
+  const int64_t ws_bytes = GroupNormWorkspaceBytes(s.n, groups);
+  DeviceBuffer d_ws(ws_bytes), d_stats(s.n * groups * 2 * 4);
+  ASSERT_TRUE(LaunchGroupNormStats(d_x.get(), s, channels, groups, 1e-5f, d_ws.get(), ws_bytes,
                                    static_cast<float*>(d_stats.get()), type, nullptr)
                   .ok());
   ASSERT_TRUE(LaunchGroupNormApply(d_x.get(), s, channels, groups,
