@@ -15,17 +15,10 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/cudnn_version.h"
 
 namespace mogserve::engine {
 namespace {
-
-// cuDNN's version number as "9.19.0": major·10000 + minor·100 + patch since 9.0, major·1000 +
-// minor·100 + patch before.
-std::string CudnnVersionText(size_t v) {
-  const size_t major = v >= 90000 ? v / 10000 : v / 1000;
-  const size_t minor = v >= 90000 ? v / 100 % 100 : v / 100 % 10;
-  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(v % 100);
-}
 
 // cuBLAS's version number (major·10000 + minor·100 + patch since 12.x) as "13.1.0".
 std::string CublasVersionText(size_t v) {
@@ -56,30 +49,11 @@ StatusOr<int> CountDevices() {
   return count;
 }
 
-// The oldest cuDNN whose API the backend calls (cudnnGetLastErrorString, the v9 legacy
-// convolution API): 9.0.0.
-constexpr size_t kOldestCudnn = 90000;
-
-// cuDNN's minor releases are only backward compatible, but the backend calls nothing newer than
-// 9.0: a library older than the headers (the pip wheel next to PyTorch may lag behind the
-// development headers) is logged as a warning (specs/cuda_backend.md §8.1), and only a library
-// older than 9.0 or of another major version is refused.
+// The loaded cuDNN against the headers (cudnn_version.h): a warning is logged, a refusal returned.
 Status CheckCudnnVersion() {
-  const size_t loaded = cudnnGetVersion();
-  if (loaded < kOldestCudnn || loaded / 10000 != CUDNN_MAJOR) {
-    return Unavailable("cuDNN " + CudnnVersionText(loaded) +
-                       " is loaded; the CUDA backend needs cuDNN " + std::to_string(CUDNN_MAJOR) +
-                       ".x, at least " + CudnnVersionText(kOldestCudnn) + " (compiled with " +
-                       CudnnVersionText(CUDNN_VERSION) + "); put libcudnn.so." +
-                       std::to_string(CUDNN_MAJOR) + " on the library path");
-  }
-  if (loaded < CUDNN_VERSION) {
-    spdlog::warn(
-        "cuDNN {} is loaded, older than cuDNN {} which mogserve was compiled with: minor releases "
-        "are only backward compatible; the backend needs no more than {}, but prefer {} or newer",
-        CudnnVersionText(loaded), CudnnVersionText(CUDNN_VERSION), CudnnVersionText(kOldestCudnn),
-        CudnnVersionText(CUDNN_VERSION));
-  }
+  MOGSERVE_ASSIGN_OR_RETURN(const std::string warning,
+                            cuda::CheckCudnnVersion(cudnnGetVersion(), CUDNN_VERSION));
+  if (!warning.empty()) spdlog::warn("{}", warning);
   return Status::Ok();
 }
 
@@ -95,12 +69,13 @@ StatusOr<std::string> Probe(int index) {
   cudaDeviceProp prop{};
   MOGSERVE_RETURN_IF_ERROR(
       CudaCall(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties"));
-  const std::string text =
-      "cuda:" + std::to_string(index) + " " + prop.name + " (compute capability " +
-      std::to_string(prop.major) + "." + std::to_string(prop.minor) + ", " +
-      std::to_string(prop.totalGlobalMem >> 20) + " MiB), cuDNN " +
-      CudnnVersionText(cudnnGetVersion()) + " (compiled with " + CudnnVersionText(CUDNN_VERSION) +
-      "), cuBLASLt " + CublasVersionText(cublasLtGetVersion());
+  const std::string text = "cuda:" + std::to_string(index) + " " + prop.name +
+                           " (compute capability " + std::to_string(prop.major) + "." +
+                           std::to_string(prop.minor) + ", " +
+                           std::to_string(prop.totalGlobalMem >> 20) + " MiB), cuDNN " +
+                           cuda::CudnnVersionText(cudnnGetVersion()) + " (compiled with " +
+                           cuda::CudnnVersionText(CUDNN_VERSION) + "), cuBLASLt " +
+                           CublasVersionText(cublasLtGetVersion());
   spdlog::info("CUDA device: {}", text);
   return text;
 }
