@@ -122,6 +122,11 @@ if [ $rc -eq 3 ] && grep -q "unimplemented: the CUDA backend found cuda:0" "$OUT
 else
   record detect FAIL "exit $rc: $(tail -n 1 "$OUT/detect.log" || true)"
 fi
+# A cuDNN older than the build's headers runs, with a warning (spec §8.1): said in the summary.
+if grep -q 'is loaded, older than cuDNN' "$OUT/detect.log"; then
+  record cudnn WARN "$(grep -m1 -o 'cuDNN [0-9.]* is loaded, older than cuDNN [0-9.]*' \
+    "$OUT/detect.log" || true)"
+fi
 
 echo "not measured (the CUDA executor is not written yet): parity per precision, benchmarks" \
   >>"$SUMMARY"
