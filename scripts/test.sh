@@ -9,9 +9,14 @@
 #      connections, strands and asynchronous answers over loopback);
 #   4. a libFuzzer run (clang, ASan + UBSan) over request parsing and image decoding, seeded
 #      with real and broken images, for MOGSERVE_FUZZ_SECONDS (default 60);
-#   5. the build without LibTorch (-DMOGSERVE_WITH_TORCH=OFF, the basis of the GPU bundle):
-#      mogserve (whose detect must say it has no CPU engine) and the torch-free tests, the
-#      golden-file parity tests excepted (the first step runs them).
+#   5. the build without LibTorch and without CUDA (-DMOGSERVE_WITH_TORCH=OFF
+#      -DMOGSERVE_WITH_CUDA=OFF): mogserve (whose detect must say it has no CPU engine) and the
+#      torch-free tests, the golden-file parity tests excepted (the first step runs them);
+#   6. where nvcc, cudnn.h and libcudnn are found, the GPU bundle's configuration
+#      (-DMOGSERVE_WITH_TORCH=OFF -DMOGSERVE_WITH_CUDA=ON, sm_90 only): mogserve and
+#      cuda_host_tests (the CUDA backend's host side: arena, weight preparation, kernel element
+#      functions, no-GPU errors), cuda_tests (the kernels on a GPU: compiled here, skipped
+#      without a device), its unit tests.
 # Extra arguments go to the first ctest run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -51,6 +56,41 @@ tail -n 6 "$FUZZ_DIR/fuzz.log"
 
 NOTORCH_DIR="$ROOT/build-notorch"
 cmake -S "$ROOT" -B "$NOTORCH_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DMOGSERVE_WITH_TORCH=OFF >/dev/null
+  -DMOGSERVE_WITH_TORCH=OFF -DMOGSERVE_WITH_CUDA=OFF >/dev/null
 cmake --build "$NOTORCH_DIR" -j "${MOGSERVE_JOBS:-2}"
 (cd "$NOTORCH_DIR" && ctest --output-on-failure -j 2 -E 'mogface_golden_setup|Parity')
+
+# Step 6 needs nvcc, cudnn.h and libcudnn (the places cmake/cuda.cmake searches); without them
+# it is skipped, never failed (cmake/cuda.cmake then still names what an ON build lacks).
+find_cuda_step() {
+  NVCC=$(command -v nvcc 2>/dev/null || true)
+  if [ -z "$NVCC" ] && [ -x /usr/local/cuda/bin/nvcc ]; then NVCC=/usr/local/cuda/bin/nvcc; fi
+  if [ -z "$NVCC" ]; then
+    echo "test: no nvcc: skipping the CUDA build (build-cuda)"
+    return 1
+  fi
+  local cuda_root prefix header="" library=""
+  cuda_root="$(cd "$(dirname "$(readlink -f "$NVCC")")/.." && pwd)"
+  for prefix in ${CUDNN_ROOT:-} "$cuda_root" /usr/local/cuda /usr; do
+    for f in "$prefix/include/cudnn.h" "$prefix/include/x86_64-linux-gnu/cudnn.h"; do
+      if [ -z "$header" ] && [ -f "$f" ]; then header="$f"; fi
+    done
+    for f in "$prefix"/lib64/libcudnn.so* "$prefix"/lib/libcudnn.so* \
+             "$prefix"/lib/x86_64-linux-gnu/libcudnn.so*; do
+      if [ -z "$library" ] && [ -e "$f" ]; then library="$f"; fi
+    done
+  done
+  if [ -z "$header" ] || [ -z "$library" ]; then
+    echo "test: nvcc but no cuDNN (cudnn.h: ${header:-not found}, libcudnn: ${library:-not found})" \
+      "under CUDNN_ROOT, $cuda_root, /usr/local/cuda or /usr: skipping the CUDA build (build-cuda)"
+    return 1
+  fi
+}
+
+if find_cuda_step; then
+  CUDA_DIR="$ROOT/build-cuda"
+  cmake -S "$ROOT" -B "$CUDA_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOGSERVE_WITH_TORCH=OFF \
+    -DMOGSERVE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+  cmake --build "$CUDA_DIR" -j "${MOGSERVE_JOBS:-2}" --target mogserve cuda_host_tests cuda_tests
+  (cd "$CUDA_DIR" && ctest --output-on-failure -j 2 -L unit)
+fi

@@ -19,7 +19,9 @@ enum class StatusCode {
   kFailedPrecondition,  // the system is not in a state to do this (model not loaded, ...)
   kDeadlineExceeded,
   kCancelled,
-  kInternal,  // a bug or an error from a library below us
+  kInternal,       // a bug or an error from a library below us
+  kUnavailable,    // a resource this build supports is missing here (no GPU driver, no device)
+  kUnimplemented,  // this build knows the request but the code to serve it is not written yet
 };
 
 // Stable lower-case name of a code, e.g. "invalid_data"; used in logs and JSON errors.
@@ -63,6 +65,12 @@ inline Status FailedPrecondition(std::string m) {
 }
 inline Status Internal(std::string m) {
   return {StatusCode::kInternal, std::move(m)};
+}
+inline Status Unavailable(std::string m) {
+  return {StatusCode::kUnavailable, std::move(m)};
+}
+inline Status Unimplemented(std::string m) {
+  return {StatusCode::kUnimplemented, std::move(m)};
 }
 
 // Holds either a value or a non-OK Status.

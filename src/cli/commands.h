@@ -42,7 +42,8 @@ namespace mogserve::cli {
 std::string ResolveModelDir(const std::string& flag);
 
 // The model and how it runs: --model, --model-dir, --weights, --synthetic-weights, --seed,
-// --precision, --device, --threads.
+// --precision, --device, --threads, and the CUDA backend's --cudnn-workspace-mb,
+// --cudnn-autotune, --max-graphs.
 struct EngineFlags {
   std::string model = "ssd";
   std::string model_dir;
@@ -52,6 +53,9 @@ struct EngineFlags {
   std::string precision = "fp32";
   std::string device = "cpu";
   int threads = 0;
+  int64_t cudnn_workspace_mb = 256;
+  bool cudnn_autotune = false;
+  int max_graphs = 64;
 };
 void AddEngineFlags(CLI::App& app, EngineFlags& flags);
 // InvalidArgument naming the flag and the allowed values.

@@ -95,7 +95,7 @@ int RunDetect(const DetectFlags& flags) {
   }
   auto engine = engine::CreateEngine(*engine_options);
   if (!engine.ok()) {
-    std::cerr << "error: cannot load the model: " << engine.status().ToString() << "\n";
+    std::cerr << "error: cannot start the engine: " << engine.status().ToString() << "\n";
     return engine.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
   }
   auto buckets = ToShapeBuckets(flags.input, (*engine)->info());

@@ -46,13 +46,25 @@ void AddEngineFlags(CLI::App& app, EngineFlags& flags) {
                  "to run or benchmark without a checkpoint");
   app.add_option("--seed", flags.seed, "Seed of --synthetic-weights")->capture_default_str();
   app.add_option("--precision", flags.precision,
-                 "fp32 or bf16 (MogFace, on CPUs with AVX512-BF16); fp16 is parsed but needs a "
-                 "CUDA backend, which does not exist yet")
+                 "fp32 or bf16 on cpu (bf16: MogFace, on CPUs with AVX512-BF16); fp16 and tf32 "
+                 "need --device cuda")
       ->capture_default_str();
-  app.add_option("--device", flags.device, "cpu (the only backend; no CUDA backend exists yet)")
+  app.add_option("--device", flags.device,
+                 "cpu, or cuda / cuda:N (the CUDA backend checks the driver and device; its "
+                 "executor is not written yet)")
       ->capture_default_str();
   app.add_option("--threads", flags.threads,
                  "Intra-op threads for the forward pass (0 = all cores)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--cudnn-workspace-mb", flags.cudnn_workspace_mb,
+                 "CUDA: cap of one instance's cuDNN workspace, MiB")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
+      ->capture_default_str();
+  app.add_flag("--cudnn-autotune", flags.cudnn_autotune,
+               "CUDA: time cuDNN's algorithms per convolution shape at start-up");
+  app.add_option("--max-graphs", flags.max_graphs,
+                 "CUDA: CUDA graphs kept per instance (LRU); 0 = run eagerly")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
 }
@@ -81,8 +93,13 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const EngineFlags& flags) {
         "use them to measure speed and memory, and --weights FILE for real faces",
         flags.synthetic_weights, flags.seed);
   }
+  auto device = engine::ParseDevice(flags.device);
+  if (!device.ok()) return FlagError("--device", device.status());
   options.device = flags.device;
   options.cpu.threads = flags.threads;
+  options.cuda.cudnn_workspace_bytes = flags.cudnn_workspace_mb << 20;
+  options.cuda.cudnn_autotune = flags.cudnn_autotune;
+  options.cuda.max_graphs = flags.max_graphs;
   return options;
 }
 

@@ -63,7 +63,7 @@ std::optional<LoadedModel> LoadModel(const RunFlags& flags, int& exit_code) {
   }
   auto engine = engine::CreateEngine(*engine_options);
   if (!engine.ok()) {
-    std::cerr << "error: cannot load the model: " << engine.status().ToString() << "\n";
+    std::cerr << "error: cannot start the engine: " << engine.status().ToString() << "\n";
     exit_code = engine.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
     return std::nullopt;
   }

@@ -185,7 +185,7 @@ StatusOr<LoadedEngines> LoadEngines(const ServeFlags& flags) {
   MOGSERVE_RETURN_IF_ERROR(ToSchedulerConfig(flags).status());  // bad flags before the slow load
   auto engine = engine::CreateEngine(options);
   if (!engine.ok()) {
-    return Status(engine.status().code(), "cannot load the model: " + engine.status().ToString());
+    return Status(engine.status().code(), "cannot start the engine: " + engine.status().ToString());
   }
   MOGSERVE_ASSIGN_OR_RETURN(pipeline::ShapeBuckets buckets,
                             ToShapeBuckets(flags.input, (*engine)->info()));

@@ -24,6 +24,10 @@ const char* StatusCodeName(StatusCode code) {
       return "cancelled";
     case StatusCode::kInternal:
       return "internal";
+    case StatusCode::kUnavailable:
+      return "unavailable";
+    case StatusCode::kUnimplemented:
+      return "unimplemented";
   }
   return "unknown";
 }

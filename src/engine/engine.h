@@ -2,8 +2,9 @@
 // turning one row of the raw outputs into faces. Torch-free header, so the layers above never
 // see LibTorch. `Engine` is an interface: real engines come from CreateEngine, which loads the
 // model (model::FaceModel: network, prepared weights, pre/post-processing; torch-free) and hands
-// it to the backend of the device (today only "cpu": LibTorch/oneDNN, src/engine/torch/); tests
-// of the pipeline implement it with scripted latencies.
+// it to the backend of the device ("cpu": LibTorch/oneDNN, src/engine/torch/; "cuda[:N]": cuDNN
+// and own kernels, src/engine/cuda/, whose executor is not written yet); tests of the pipeline
+// implement it with scripted latencies.
 #pragma once
 
 #include <cstdint>
@@ -24,10 +25,21 @@ const char* ModelKindName(ModelKind kind);
 // "ssd" (also "ssd-mobilenetv1"), "mogface"; InvalidArgument naming the allowed values.
 StatusOr<ModelKind> ParseModelKind(std::string_view name);
 
-enum class Precision { kFp32, kBf16, kFp16 };
-// "fp32", "bf16", "fp16".
+// kTf32: FP32 tensors with TF32 tensor-core math (CUDA only); kFp32 is true FP32 everywhere.
+enum class Precision { kFp32, kBf16, kFp16, kTf32 };
+// "fp32", "bf16", "fp16", "tf32".
 const char* PrecisionName(Precision precision);
 StatusOr<Precision> ParsePrecision(std::string_view name);
+
+// A device: "cpu", "cuda" (= "cuda:0") or "cuda:N" with N a decimal ordinal.
+struct DeviceSpec {
+  std::string backend = "cpu";  // "cpu" or "cuda"
+  int index = 0;                // the CUDA ordinal; 0 for cpu
+  // "cpu", "cuda:0".
+  std::string ToString() const;
+};
+// InvalidArgument naming the text and the allowed forms ("cpu", "cuda", "cuda:N").
+StatusOr<DeviceSpec> ParseDevice(std::string_view text);
 
 // Options of the CPU backend only (LibTorch/oneDNN). Threads and the allocator are process-wide:
 // the first CPU engine of a process sets them (see CreateEngine).
@@ -38,6 +50,16 @@ struct CpuBackendOptions {
   int64_t allocator_cache_bytes = int64_t{4} << 30;
 };
 
+// Options of the CUDA backend only (src/engine/cuda/).
+struct CudaBackendOptions {
+  // Cap of the cuDNN workspace of one engine instance; algorithms needing more are not chosen.
+  int64_t cudnn_workspace_bytes = int64_t{256} << 20;
+  // Time the cuDNN algorithms per convolution shape at start-up instead of the heuristics' pick.
+  bool cudnn_autotune = false;
+  // CUDA graphs kept per instance (one per canvas shape and padded batch; LRU); 0 = run eagerly.
+  int max_graphs = 64;
+};
+
 struct EngineOptions {
   ModelKind model = ModelKind::kSsd;
   std::string model_dir = "models";  // SSD: the folder holding the face-api files
@@ -46,9 +68,11 @@ struct EngineOptions {
   std::string weights;
   std::string synthetic_weights;
   uint64_t synthetic_seed = 1;
-  Precision precision = Precision::kFp32;  // cpu: fp32, bf16 (MogFace only)
-  std::string device = "cpu";              // a key of the backend table; "cpu" is the only one
+  // cpu: fp32, bf16 (MogFace only); cuda: fp32, tf32, fp16, bf16.
+  Precision precision = Precision::kFp32;
+  std::string device = "cpu";  // see ParseDevice: "cpu", "cuda", "cuda:N"
   CpuBackendOptions cpu;
+  CudaBackendOptions cuda;
 };
 
 // One batch of equal-shaped canvases: RGB bytes, height x width x 3 each, the picture at the
@@ -90,7 +114,7 @@ struct EngineInfo {
   std::string model;          // "ssd-mobilenetv1", "mogface"
   std::string variant;        // "" (SSD), "r101", "e", "r50"
   std::string weights;        // the file, "synthetic (seed 1)", or the SSD folder
-  std::string device;         // "cpu"
+  std::string device;         // "cpu", "cuda:0"
   std::string precision;      // "fp32", "bf16", ...
   bool channels_last = true;  // CPU backend
   int threads = 1;            // CPU backend: the process's intra-op threads
@@ -153,11 +177,15 @@ class Engine {
 // first engine sets the process-wide state (intra-op threads, the caching allocator); a later
 // engine asking for another thread count fails with kFailedPrecondition. Errors name the
 // missing or malformed file, the offending checkpoint keys, or the allowed values of a bad
-// option; a build without the device's backend (MOGSERVE_WITH_TORCH=OFF) gives kUnsupported.
+// option; a build without the device's backend (MOGSERVE_WITH_TORCH=OFF, MOGSERVE_WITH_CUDA=OFF)
+// gives kUnsupported. A cuda device is probed before the model is loaded: no usable NVIDIA
+// driver, no CUDA device, a too-high ordinal or a cuDNN older than 9.0 give kUnavailable
+// (kInvalidArgument for the ordinal) naming the cause; with a usable device the
+// result is kUnimplemented until the CUDA executor exists.
 StatusOr<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options);
 
 // The devices of the backend table, and whether this build has each one's backend:
-// {"cpu", true} with LibTorch, {"cpu", false} without.
+// {"cpu", built with LibTorch}, {"cuda", built with MOGSERVE_WITH_CUDA}.
 struct BackendEntry {
   const char* device;
   bool built;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/cpu_backend.h"
+#include "engine/cuda_backend.h"
 #include "engine/engine.h"
 #include "engine/model_loading.h"
 
@@ -26,6 +27,8 @@ const char* PrecisionName(Precision precision) {
       return "bf16";
     case Precision::kFp16:
       return "fp16";
+    case Precision::kTf32:
+      return "tf32";
   }
   return "?";
 }
@@ -34,8 +37,33 @@ StatusOr<Precision> ParsePrecision(std::string_view name) {
   if (name == "fp32") return Precision::kFp32;
   if (name == "bf16") return Precision::kBf16;
   if (name == "fp16") return Precision::kFp16;
+  if (name == "tf32") return Precision::kTf32;
   return InvalidArgument("precision '" + std::string(name) +
-                         "' is not known; allowed: fp32, bf16, fp16");
+                         "' is not known; allowed: fp32, bf16, fp16, tf32");
+}
+
+std::string DeviceSpec::ToString() const {
+  return backend == "cpu" ? backend : backend + ":" + std::to_string(index);
+}
+
+StatusOr<DeviceSpec> ParseDevice(std::string_view text) {
+  const std::string allowed = "; allowed: cpu, cuda, cuda:N (N = 0, 1, ...)";
+  if (text == "cpu") return DeviceSpec{"cpu", 0};
+  if (text == "cuda") return DeviceSpec{"cuda", 0};
+  constexpr std::string_view kCudaPrefix = "cuda:";
+  if (text.substr(0, kCudaPrefix.size()) == kCudaPrefix) {
+    const std::string_view digits = text.substr(kCudaPrefix.size());
+    // At most 4 digits: no ordinal overflows an int, and no machine has 10 000 GPUs.
+    const bool numeric =
+        !digits.empty() && digits.size() <= 4 &&
+        std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!numeric) {
+      return InvalidArgument("device '" + std::string(text) +
+                             "': the ordinal after 'cuda:' must be a number, 0 to 9999" + allowed);
+    }
+    return DeviceSpec{"cuda", std::stoi(std::string(digits))};
+  }
+  return InvalidArgument("device '" + std::string(text) + "' is not known" + allowed);
 }
 
 std::string EngineInfo::Describe() const {
@@ -49,31 +77,55 @@ std::string EngineInfo::Describe() const {
 namespace {
 
 // What the CPU backend runs, checked before the (slow) model load.
-Status CheckCpuOptions(const EngineOptions& options) {
+Status CheckCpuOptions(const EngineOptions& options, const DeviceSpec&) {
   if (options.cpu.threads < 0) return InvalidArgument("threads must be >= 0");
   if (options.model == ModelKind::kSsd && options.precision != Precision::kFp32) {
     return InvalidArgument(std::string("precision '") + PrecisionName(options.precision) +
-                           "' is not available for the SSD model; allowed: fp32");
+                           "' is not available for the SSD model on cpu; allowed: fp32");
   }
-  if (options.precision == Precision::kFp16) {
-    return InvalidArgument(
-        "precision 'fp16' is not available on cpu (allowed: fp32, bf16); it needs a CUDA "
-        "backend, which mogserve does not have yet");
+  if (options.precision == Precision::kFp16 || options.precision == Precision::kTf32) {
+    return InvalidArgument(std::string("precision '") + PrecisionName(options.precision) +
+                           "' is not available on cpu (allowed: fp32, bf16); it needs the CUDA "
+                           "backend (--device cuda)");
   }
   return Status::Ok();
 }
 
-// The backend table, keyed by device.
+// The CUDA backend's options, then the device itself (driver, device, cuDNN), before the model
+// load: a machine without a GPU learns that in milliseconds.
+Status CheckCudaOptions(const EngineOptions& options, const DeviceSpec& device) {
+  const CudaBackendOptions& c = options.cuda;
+  if (c.cudnn_workspace_bytes < 0) {
+    return InvalidArgument("cudnn_workspace_bytes must be >= 0, not " +
+                           std::to_string(c.cudnn_workspace_bytes));
+  }
+  if (c.max_graphs < 0) {
+    return InvalidArgument("max_graphs must be >= 0 (0 = no CUDA graphs), not " +
+                           std::to_string(c.max_graphs));
+  }
+  return ProbeCudaDevice(device.index).status();
+}
+
+// The backend table, keyed by DeviceSpec::backend.
 struct Backend {
   const char* device;
   bool (*built)();
-  Status (*check)(const EngineOptions&);
+  const char* not_built;  // why a build lacks it, and how to get it
+  Status (*check)(const EngineOptions&, const DeviceSpec&);
   StatusOr<std::unique_ptr<Engine>> (*create)(const EngineOptions&,
                                               std::shared_ptr<const model::FaceModel>, EngineInfo);
 };
 
 constexpr Backend kBackends[] = {
-    {"cpu", &CpuBackendBuilt, &CheckCpuOptions, &CreateCpuEngine},
+    {"cpu", &CpuBackendBuilt,
+     "this build has no CPU engine: mogserve was built with MOGSERVE_WITH_TORCH=OFF (configure "
+     "with -DMOGSERVE_WITH_TORCH=ON, which needs LibTorch, to run models on the CPU)",
+     &CheckCpuOptions, &CreateCpuEngine},
+    {"cuda", &CudaBackendBuilt,
+     "this build has no CUDA backend: mogserve was built with MOGSERVE_WITH_CUDA=OFF (or AUTO "
+     "without nvcc and cudnn.h); configure with -DMOGSERVE_WITH_CUDA=ON where the CUDA toolkit "
+     "and cuDNN 9 are installed",
+     &CheckCudaOptions, &CreateCudaEngine},
 };
 
 }  // namespace
@@ -85,22 +137,15 @@ std::vector<BackendEntry> Backends() {
 }
 
 StatusOr<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options) {
+  MOGSERVE_ASSIGN_OR_RETURN(const DeviceSpec device, ParseDevice(options.device));
   const Backend* backend =
       std::find_if(std::begin(kBackends), std::end(kBackends),
-                   [&](const Backend& b) { return options.device == b.device; });
-  if (backend == std::end(kBackends)) {
-    return InvalidArgument("device '" + options.device +
-                           "' is not known; allowed: cpu (mogserve has no CUDA backend yet)");
-  }
-  if (!backend->built()) {
-    return Unsupported(
-        "this build has no CPU engine: mogserve was built with "
-        "MOGSERVE_WITH_TORCH=OFF (configure with -DMOGSERVE_WITH_TORCH=ON, "
-        "which needs LibTorch, to run models)");
-  }
-  MOGSERVE_RETURN_IF_ERROR(backend->check(options));
+                   [&](const Backend& b) { return device.backend == b.device; });
+  if (backend == std::end(kBackends)) return Internal("no backend for " + device.backend);
+  if (!backend->built()) return Unsupported(backend->not_built);
+  MOGSERVE_RETURN_IF_ERROR(backend->check(options, device));
   EngineInfo info;
-  info.device = options.device;
+  info.device = device.ToString();
   info.precision = PrecisionName(options.precision);
   MOGSERVE_ASSIGN_OR_RETURN(std::shared_ptr<const model::FaceModel> model,
                             LoadFaceModel(options, &info.weights));

@@ -29,6 +29,8 @@ TEST(StatusTest, CodesHaveStableNames) {
   EXPECT_STREQ(StatusCodeName(StatusCode::kResourceExhausted), "resource_exhausted");
   EXPECT_STREQ(StatusCodeName(StatusCode::kNotFound), "not_found");
   EXPECT_STREQ(StatusCodeName(StatusCode::kUnsupported), "unsupported");
+  EXPECT_EQ(Unavailable("no NVIDIA driver").ToString(), "unavailable: no NVIDIA driver");
+  EXPECT_EQ(Unimplemented("x").ToString(), "unimplemented: x");
 }
 
 TEST(StatusTest, MacrosPropagateTheFirstError) {

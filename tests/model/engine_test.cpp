@@ -94,16 +94,25 @@ void CreateReportsBadOptionsAndMissingFiles() {
       HasSubstr("/nonexistent/mogserve-models/ssd_mobilenetv1_model-weights_manifest.json"));
   EXPECT_THAT(r.status().message(), HasSubstr("scripts/setup.sh"));
 
-  EngineOptions cuda = ModelOptions();
-  cuda.device = "cuda";
-  r = CreateEngine(cuda);
+  EngineOptions gpu = ModelOptions();
+  gpu.device = "gpu";
+  r = CreateEngine(gpu);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
-  EXPECT_THAT(r.status().message(), HasSubstr("'cuda'"));
-  EXPECT_THAT(r.status().message(), HasSubstr("allowed: cpu"));
-  ASSERT_EQ(Backends().size(), 1u);
+  EXPECT_THAT(r.status().message(), HasSubstr("'gpu'"));
+  EXPECT_THAT(r.status().message(), HasSubstr("allowed: cpu, cuda, cuda:N"));
+  ASSERT_EQ(Backends().size(), 2u);
   EXPECT_STREQ(Backends()[0].device, "cpu");
   EXPECT_TRUE(Backends()[0].built);
+  EXPECT_STREQ(Backends()[1].device, "cuda");
+
+  // tf32 is a CUDA precision: the CPU backend refuses it before loading anything.
+  EngineOptions tf32 = ModelOptions();
+  tf32.precision = Precision::kTf32;
+  r = CreateEngine(tf32);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("'tf32'"));
 
   EngineOptions negative = ModelOptions();
   negative.cpu.threads = -1;
