@@ -18,7 +18,7 @@ namespace mogserve::cli {
 namespace {
 
 // Blocks SIGINT and SIGTERM in this thread and every thread it starts afterwards, so that only
-// the sigwait below receives them (no handler runs on a random thread mid-request).
+// WaitForShutdownSignal receives them (no handler runs on a random thread mid-request).
 sigset_t BlockShutdownSignals() {
   sigset_t set;
   sigemptyset(&set);
