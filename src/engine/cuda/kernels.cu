@@ -88,15 +88,21 @@ struct NhwcLoad {
   }
 };
 
+// The (image, row, column, channel) of element i of an NHWC tensor.
+struct NhwcIndex {
+  int n, y, x, c;
+};
+__device__ inline NhwcIndex Unflatten(int64_t i, const NhwcShape& s) {
+  const int64_t pixel = i / s.c;
+  return {static_cast<int>(pixel / (int64_t{s.w} * s.h)), static_cast<int>(pixel / s.w % s.h),
+          static_cast<int>(pixel % s.w), static_cast<int>(i % s.c)};
+}
+
 template <typename T>
 __global__ void MaxPoolKernel(const T* __restrict__ in, NhwcShape is, T* __restrict__ out,
                               NhwcShape os, int kernel, int stride, int pad_top, int pad_left) {
   MOGSERVE_GRID_STRIDE(i, os.elements()) {
-    const int c = static_cast<int>(i % os.c);
-    const int64_t pixel = i / os.c;
-    const int x = static_cast<int>(pixel % os.w);
-    const int y = static_cast<int>(pixel / os.w % os.h);
-    const int n = static_cast<int>(pixel / (int64_t{os.w} * os.h));
+    const auto [n, y, x, c] = Unflatten(i, os);
     const PoolWindow win = PoolWindowAt(y, x, is.h, is.w, kernel, stride, pad_top, pad_left);
     const NhwcLoad<T> load{in + int64_t{n} * is.h * is.w * is.c + c, is.w, is.c};
     Store(out, i, MaxOverWindow(win, load));
@@ -205,11 +211,7 @@ template <typename T>
 __global__ void UpsampleAddKernel(const T* __restrict__ top, NhwcShape ts, const T* lateral, T* out,
                                   NhwcShape os) {
   MOGSERVE_GRID_STRIDE(i, os.elements()) {
-    const int c = static_cast<int>(i % os.c);
-    const int64_t pixel = i / os.c;
-    const int x = static_cast<int>(pixel % os.w);
-    const int y = static_cast<int>(pixel / os.w % os.h);
-    const int n = static_cast<int>(pixel / (int64_t{os.w} * os.h));
+    const auto [n, y, x, c] = Unflatten(i, os);
     const UpsampleTap ty = UpsampleAxis(y, ts.h), tx = UpsampleAxis(x, ts.w);
     const T* t = top + int64_t{n} * ts.h * ts.w * ts.c + c;
     auto at = [&](int yy, int xx) { return Load(t, (int64_t{yy} * ts.w + xx) * ts.c); };
