@@ -14,7 +14,9 @@ endif()
 function(_mogserve_find_cuda out)
   include(CheckLanguage)
   check_language(CUDA)
-  if(NOT CMAKE_CUDA_COMPILER)
+  # check_language keeps a CMAKE_CUDA_COMPILER given on the command line without trying it.
+  if(NOT CMAKE_CUDA_COMPILER OR (IS_ABSOLUTE "${CMAKE_CUDA_COMPILER}" AND
+                                 NOT EXISTS "${CMAKE_CUDA_COMPILER}"))
     set(${out} "no working CUDA compiler (nvcc) was found; put it on PATH or set CUDACXX"
         PARENT_SCOPE)
     return()
@@ -27,8 +29,13 @@ function(_mogserve_find_cuda out)
   endif()
   find_package(CUDAToolkit 12.8)
   if(NOT CUDAToolkit_FOUND)
-    set(${out} "no CUDA toolkit 12.8 or newer at ${cuda_root} (found: '${CUDAToolkit_VERSION}')"
-        PARENT_SCOPE)
+    set(where "${CUDAToolkit_ROOT}")
+    if(where STREQUAL "")
+      set(where "$ENV{CUDAToolkit_ROOT}")
+    endif()
+    string(CONCAT why "no CUDA toolkit 12.8 or newer at ${where} (found: "
+                      "'${CUDAToolkit_VERSION}'); nvcc: ${CMAKE_CUDA_COMPILER}")
+    set(${out} "${why}" PARENT_SCOPE)
     return()
   endif()
   if(NOT TARGET CUDA::cublasLt OR NOT TARGET CUDA::cudart_static)
