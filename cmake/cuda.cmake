@@ -44,11 +44,16 @@ function(_mogserve_find_cuda out)
     set(${out} "${why}" PARENT_SCOPE)
     return()
   endif()
+  # nvcc may be a wrapper script outside the toolkit (/usr/local/bin/nvcc exec'ing
+  # /usr/local/cuda-13.0/bin/nvcc), so cuda_root is only one guess: FindCUDAToolkit asks nvcc
+  # for the real toolkit root (CUDAToolkit_LIBRARY_ROOT), where the cuDNN tarball usually lands.
+  set(cudnn_hints ${CUDNN_ROOT} $ENV{CUDNN_ROOT} ${CUDAToolkit_LIBRARY_ROOT} ${cuda_root}
+                  /usr/local/cuda)
   find_path(MOGSERVE_CUDNN_INCLUDE_DIR cudnn.h
-            HINTS ${CUDNN_ROOT} $ENV{CUDNN_ROOT} ${cuda_root}
-            PATH_SUFFIXES include)
+            HINTS ${cudnn_hints} ${CUDAToolkit_INCLUDE_DIRS}
+            PATH_SUFFIXES include include/x86_64-linux-gnu)
   find_library(MOGSERVE_CUDNN_LIBRARY NAMES cudnn
-               HINTS ${CUDNN_ROOT} $ENV{CUDNN_ROOT} ${cuda_root}
+               HINTS ${cudnn_hints} ${CUDAToolkit_LIBRARY_DIR}
                PATH_SUFFIXES lib64 lib lib/x86_64-linux-gnu)
   if(NOT MOGSERVE_CUDNN_INCLUDE_DIR)
     set(${out} "cudnn.h was not found; set CUDNN_ROOT to the cuDNN 9 prefix" PARENT_SCOPE)

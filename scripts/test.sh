@@ -60,8 +60,9 @@ cmake -S "$ROOT" -B "$NOTORCH_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 cmake --build "$NOTORCH_DIR" -j "${MOGSERVE_JOBS:-2}"
 (cd "$NOTORCH_DIR" && ctest --output-on-failure -j 2 -E 'mogface_golden_setup|Parity')
 
-# Step 6 needs nvcc, cudnn.h and libcudnn (the places cmake/cuda.cmake searches); without them
-# it is skipped, never failed (cmake/cuda.cmake then still names what an ON build lacks).
+# Step 6 needs nvcc, cudnn.h and libcudnn; without them it is skipped, never failed. The cuDNN
+# prefix found here is handed to CMake (CUDNN_ROOT), so both always agree: CI's nvcc is a wrapper
+# script in /usr/local/bin, far from the toolkit that holds cuDNN.
 find_cuda_step() {
   NVCC=$(command -v nvcc 2>/dev/null || true)
   if [ -z "$NVCC" ] && [ -x /usr/local/cuda/bin/nvcc ]; then NVCC=/usr/local/cuda/bin/nvcc; fi
@@ -73,7 +74,7 @@ find_cuda_step() {
   cuda_root="$(cd "$(dirname "$(readlink -f "$NVCC")")/.." && pwd)"
   for prefix in ${CUDNN_ROOT:-} "$cuda_root" /usr/local/cuda /usr; do
     for f in "$prefix/include/cudnn.h" "$prefix/include/x86_64-linux-gnu/cudnn.h"; do
-      if [ -z "$header" ] && [ -f "$f" ]; then header="$f"; fi
+      if [ -z "$header" ] && [ -f "$f" ]; then header="$f"; CUDNN_PREFIX="$prefix"; fi
     done
     for f in "$prefix"/lib64/libcudnn.so* "$prefix"/lib/libcudnn.so* \
              "$prefix"/lib/x86_64-linux-gnu/libcudnn.so*; do
@@ -90,7 +91,7 @@ find_cuda_step() {
 if find_cuda_step; then
   CUDA_DIR="$ROOT/build-cuda"
   cmake -S "$ROOT" -B "$CUDA_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOGSERVE_WITH_TORCH=OFF \
-    -DMOGSERVE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+    -DMOGSERVE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCUDNN_ROOT="$CUDNN_PREFIX" >/dev/null
   cmake --build "$CUDA_DIR" -j "${MOGSERVE_JOBS:-2}" --target mogserve cuda_host_tests cuda_tests
   (cd "$CUDA_DIR" && ctest --output-on-failure -j 2 -L unit)
 fi
