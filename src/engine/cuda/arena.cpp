@@ -96,7 +96,7 @@ int ProducerOp(const model::LayerPlan& plan, int tensor) {
 }
 
 ArenaPlan PlanArena(const model::LayerPlan& plan, int batch, int element_bytes,
-                    const ArenaOptions& options) {
+                    const ArenaOptions& options, std::span<const int64_t> op_scratch_bytes) {
   const model::Network& net = plan.network();
   const size_t tensors = net.tensor_channels().size();
   const int ops = static_cast<int>(net.ops().size());
@@ -133,10 +133,17 @@ ArenaPlan PlanArena(const model::LayerPlan& plan, int batch, int element_bytes,
     storage[root].last_op = std::max(storage[root].last_op, storage[output].last_op);
     storage[output].bytes = 0;
   }
+  // Scratch buffers after the tensors: request tensors + i is op i's, live during op i only.
+  for (int i = 0; i < ops; ++i) {
+    const int64_t bytes = i < static_cast<int>(op_scratch_bytes.size()) ? op_scratch_bytes[i] : 0;
+    storage.push_back({AlignArenaBytes(bytes), i, i});
+  }
   const ArenaLayout layout = PlaceInArena(storage);
   for (size_t t = 0; t < tensors; ++t) {
     if (out.tensor_bytes[t] > 0) out.tensor_offsets[t] = layout.offsets[out.storage_of[t]];
   }
+  out.op_scratch_offsets.assign(layout.offsets.begin() + static_cast<int64_t>(tensors),
+                                layout.offsets.end());
   out.total_bytes = layout.total_bytes;
   return out;
 }

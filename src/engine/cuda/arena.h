@@ -93,12 +93,18 @@ struct ArenaPlan {
   std::vector<int64_t> tensor_offsets;
   std::vector<int> storage_of;
   std::vector<bool> op_in_place;  // per op: writes its output into an input
+  // Per op: the offset of its scratch buffer (live only while the op runs: the zero-padded
+  // copy of an asymmetrically padded convolution's input), −1 for none.
+  std::vector<int64_t> op_scratch_offsets;
   int64_t total_bytes = 0;        // the arena's size
   int64_t sum_bytes = 0;          // Σ tensor_bytes: what one buffer per tensor would take
 };
 
+// op_scratch_bytes: empty, or per op the bytes of its scratch buffer (0: none); a scratch
+// buffer never overlaps a tensor the op reads or writes.
 ArenaPlan PlanArena(const model::LayerPlan& plan, int batch, int element_bytes,
-                    const ArenaOptions& options = {});
+                    const ArenaOptions& options = {},
+                    std::span<const int64_t> op_scratch_bytes = {});
 
 // Whether `arena` may serve a forward pass whose ops run on `streams` streams: Ok for the one
 // stream it was planned for; kUnimplemented for forked streams (see "One stream, op order").

@@ -43,35 +43,6 @@ Status CudnnCall(cudnnStatus_t status, const char* call) {
                   (last[0] != '\0' ? std::string(" (") + last + ")" : std::string()));
 }
 
-StatusOr<ConvGeometry> ConvGeometryOf(const model::LayerPlan& plan, int op, int batch) {
-  const auto& ops = plan.network().ops();
-  if (op < 0 || op >= static_cast<int>(ops.size()) || ops[op].kind != model::OpKind::kConv) {
-    return InvalidArgument("op " + std::to_string(op) + " is not a convolution of the plan");
-  }
-  if (batch < 1) return InvalidArgument("batch must be >= 1, not " + std::to_string(batch));
-  const model::Op& o = ops[op];
-  const model::ConvDef& def = plan.network().convs()[o.def];
-  const model::TensorShape& in = plan.shape(o.inputs[0]);
-  const model::TensorShape& out = plan.shape(o.output);
-  ConvGeometry g;
-  g.batch = batch;
-  g.groups = def.groups;
-  // Grouped convolutions keep their channels (device_weights.cpp requires multiples of 8).
-  g.in_channels = def.groups == 1 ? DeviceChannels(in.channels) : in.channels;
-  g.out_channels = def.groups == 1 ? DeviceChannels(out.channels) : out.channels;
-  g.in_h = in.height;
-  g.in_w = in.width;
-  g.out_h = out.height;
-  g.out_w = out.width;
-  g.kernel = def.kernel;
-  g.stride = o.stride;
-  g.dilation = o.dilation;
-  g.padding = plan.padding(op);
-  g.residual = o.inputs.size() > 1;
-  g.act = o.act;
-  return g;
-}
-
 StatusOr<std::unique_ptr<ConvDescriptors>> ConvDescriptors::Create(const ConvGeometry& g,
                                                                    StorageType type,
                                                                    Precision precision) {

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "engine/cuda/device_weights.h"
+#include "engine/cuda/program.h"
 #include "engine/engine.h"
 #include "model/layer_plan.h"
 #include "mogserve/status.h"
@@ -20,19 +21,6 @@ namespace mogserve::engine::cuda {
 
 // Ok for CUDNN_STATUS_SUCCESS, else kInternal: "<call>: <cuDNN's name> (<last error text>)".
 Status CudnnCall(cudnnStatus_t status, const char* call);
-
-// The shapes and parameters of conv op `op` of a plan at batch `batch`, device channels.
-struct ConvGeometry {
-  int batch = 0;
-  int in_channels = 0, in_h = 0, in_w = 0;
-  int out_channels = 0, out_h = 0, out_w = 0;
-  int kernel = 1, stride = 1, dilation = 1, groups = 1;
-  model::ResolvedPadding padding;
-  bool residual = false;
-  model::Activation act = model::Activation::kNone;
-};
-// kInvalidArgument when `op` is not a convolution of the plan or batch < 1.
-StatusOr<ConvGeometry> ConvGeometryOf(const model::LayerPlan& plan, int op, int batch);
 
 class ConvDescriptors {
  public:

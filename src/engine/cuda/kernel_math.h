@@ -16,6 +16,12 @@
 
 namespace mogserve::engine::cuda {
 
+// A batch of NHWC maps; c is the channel stride (DeviceChannels of the tensor's channels).
+struct NhwcShape {
+  int n = 0, h = 0, w = 0, c = 0;
+  MOGSERVE_HD int64_t elements() const { return int64_t{n} * h * w * c; }
+};
+
 // --- Pre-processing (model::InputNormalization in FP32) ---
 
 struct PreprocessParams {

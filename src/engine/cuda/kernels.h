@@ -26,12 +26,6 @@
 
 namespace mogserve::engine::cuda {
 
-// A batch of NHWC maps; c is the channel stride (DeviceChannels of the tensor's channels).
-struct NhwcShape {
-  int n = 0, h = 0, w = 0, c = 0;
-  MOGSERVE_HD int64_t elements() const { return int64_t{n} * h * w * c; }
-};
-
 // canvases: n x h x w x 3 uint8 RGB; picture_size: n pairs (width, height) of each picture's
 // extent at the top-left of its canvas (pixels right of / below it are padding). Writes `out`
 // (n x h x w x out.c, out.c >= 3) with PreprocessValue per channel.
