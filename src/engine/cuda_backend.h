@@ -22,9 +22,8 @@ bool CudaBackendBuilt();
 // without the backend. Thread-safe; cheap after the first call (the runtime caches).
 StatusOr<std::string> ProbeCudaDevice(int index);
 
-// An engine running `model`'s network on CUDA device `device_index`; CreateEngine has probed
-// the device. Until the CUDA executor exists: kUnimplemented, saying so. Without the backend:
-// kUnsupported.
+// An engine running `model`'s network on the CUDA device of options.device; CreateEngine has
+// probed the device. Without the backend: kUnsupported.
 StatusOr<std::unique_ptr<Engine>> CreateCudaEngine(const EngineOptions& options,
                                                    std::shared_ptr<const model::FaceModel> model,
                                                    EngineInfo info);

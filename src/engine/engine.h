@@ -3,7 +3,7 @@
 // see LibTorch. `Engine` is an interface: real engines come from CreateEngine, which loads the
 // model (model::FaceModel: network, prepared weights, pre/post-processing; torch-free) and hands
 // it to the backend of the device ("cpu": LibTorch/oneDNN, src/engine/torch/; "cuda[:N]": cuDNN
-// and own kernels, src/engine/cuda/, whose executor is not written yet); tests of the pipeline
+// and own kernels, src/engine/cuda/); tests of the pipeline
 // implement it with scripted latencies.
 #pragma once
 
@@ -180,8 +180,7 @@ class Engine {
 // option; a build without the device's backend (MOGSERVE_WITH_TORCH=OFF, MOGSERVE_WITH_CUDA=OFF)
 // gives kUnsupported. A cuda device is probed before the model is loaded: no usable NVIDIA
 // driver, no CUDA device, a too-high ordinal or a cuDNN older than 9.0 give kUnavailable
-// (kInvalidArgument for the ordinal) naming the cause; with a usable device the
-// result is kUnimplemented until the CUDA executor exists.
+// (kInvalidArgument for the ordinal) naming the cause.
 StatusOr<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options);
 
 // The devices of the backend table, and whether this build has each one's backend:

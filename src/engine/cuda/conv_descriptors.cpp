@@ -51,8 +51,8 @@ StatusOr<std::unique_ptr<ConvDescriptors>> ConvDescriptors::Create(const ConvGeo
                          std::to_string(g.padding.bottom) + ", left " +
                          std::to_string(g.padding.left) + ", right " +
                          std::to_string(g.padding.right) +
-                         "): cuDNN's legacy API pads symmetrically; the pad kernel or graph-API "
-                         "path it needs is not written yet");
+                         "): cuDNN's legacy API pads symmetrically; pad the input explicitly first "
+                         "(a pad step of program.h)");
   }
   std::unique_ptr<ConvDescriptors> d(new ConvDescriptors());
   const cudnnDataType_t dt = DataType(type);

@@ -25,8 +25,8 @@ Status CudnnCall(cudnnStatus_t status, const char* call);
 class ConvDescriptors {
  public:
   // kUnimplemented for asymmetric padding (TF SAME at stride 2: the legacy API pads
-  // symmetrically; a pad kernel or the graph API is not written yet); kInternal for a cuDNN
-  // refusal, naming the call.
+  // symmetrically; program.h makes such padding explicit with a pad step, so the engine never
+  // asks); kInternal for a cuDNN refusal, naming the call.
   static StatusOr<std::unique_ptr<ConvDescriptors>> Create(const ConvGeometry& g, StorageType type,
                                                            Precision precision);
   ~ConvDescriptors();

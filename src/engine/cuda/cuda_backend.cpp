@@ -1,6 +1,5 @@
 // The CUDA backend's entry points (engine/cuda_backend.h): the device probe, and the engine
-// factory, which stops at kUnimplemented until the executor (cuDNN convolutions, kernels.cu,
-// arena, CUDA graphs) is written.
+// factory (the engine itself: cuda_engine.h).
 #include "engine/cuda_backend.h"
 
 #include <cublasLt.h>
@@ -14,6 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/cuda/cuda_engine.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/cudnn_version.h"
 
@@ -102,11 +102,8 @@ StatusOr<std::string> ProbeCudaDevice(int index) {
 StatusOr<std::unique_ptr<Engine>> CreateCudaEngine(const EngineOptions& options,
                                                    std::shared_ptr<const model::FaceModel> model,
                                                    EngineInfo info) {
-  return Unimplemented(
-      "the CUDA backend found " + info.device + " and loaded " + info.model +
-      (info.variant.empty() ? "" : " " + info.variant) +
-      ", but its executor (cuDNN convolutions, kernels, arena, CUDA graphs) is not written yet; "
-      "use --device cpu");
+  MOGSERVE_ASSIGN_OR_RETURN(const DeviceSpec device, ParseDevice(options.device));
+  return cuda::NewCudaEngine(options, std::move(model), std::move(info), device.index);
 }
 
 }  // namespace mogserve::engine

@@ -241,6 +241,30 @@ __global__ void CopyChannelsKernel(const T* __restrict__ in, int in_c, int chann
 }
 
 template <typename T>
+__global__ void PadKernel(const T* __restrict__ in, NhwcShape is, T* __restrict__ out, NhwcShape os,
+                          int pad_top, int pad_left) {
+  MOGSERVE_GRID_STRIDE(i, os.elements()) {
+    const auto [n, y, x, c] = Unflatten(i, os);
+    const int iy = y - pad_top, ix = x - pad_left;
+    if (iy >= 0 && iy < is.h && ix >= 0 && ix < is.w) {
+      out[i] = in[((int64_t{n} * is.h + iy) * is.w + ix) * is.c + c];
+    } else {
+      Store(out, i, 0.0f);
+    }
+  }
+}
+
+template <typename T>
+__global__ void BiasActivationKernel(T* y, NhwcShape s, const T* __restrict__ bias,
+                                     const T* __restrict__ z, int act) {
+  MOGSERVE_GRID_STRIDE(i, s.elements()) {
+    float v = Load(y, i) + Load(bias, i % s.c);
+    if (z != nullptr) v += Load(z, i);
+    Store(y, i, Activate(v, act));
+  }
+}
+
+template <typename T>
 __global__ void ClampKernel(T* x, int64_t count, float lo, float hi) {
   MOGSERVE_GRID_STRIDE(i, count) {
     Store(x, i, Clamp(Load(x, i), lo, hi));
@@ -470,6 +494,42 @@ Status LaunchCopyChannels(const void* in, const NhwcShape& in_shape, int channel
         channel_offset, pixels);
   });
   return Launched("CopyChannelsKernel");
+}
+
+Status LaunchPad(const void* in, const NhwcShape& in_shape, void* out, const NhwcShape& out_shape,
+                 int pad_top, int pad_left, StorageType type, cudaStream_t stream) {
+  if (in == nullptr || out == nullptr) return InvalidArgument("pad: null input or output");
+  if (!Valid(in_shape)) return BadShape("pad input", in_shape);
+  if (!Valid(out_shape)) return BadShape("pad output", out_shape);
+  if (in_shape.n != out_shape.n || in_shape.c != out_shape.c || pad_top < 0 || pad_left < 0 ||
+      out_shape.h < in_shape.h + pad_top || out_shape.w < in_shape.w + pad_left) {
+    return InvalidArgument("pad: input " + Text(in_shape) + " at row " + std::to_string(pad_top) +
+                           ", column " + std::to_string(pad_left) + " does not fit output " +
+                           Text(out_shape));
+  }
+  if (in == out) return InvalidArgument("pad: the output cannot be the input");
+  Dispatch(type, [&](auto t) {
+    using T = decltype(t);
+    PadKernel<T><<<Blocks(out_shape.elements()), kThreads, 0, stream>>>(
+        static_cast<const T*>(in), in_shape, static_cast<T*>(out), out_shape, pad_top, pad_left);
+  });
+  return Launched("PadKernel");
+}
+
+Status LaunchBiasActivation(void* y, const NhwcShape& shape, const void* bias, const void* z,
+                            int act, StorageType type, cudaStream_t stream) {
+  if (y == nullptr || bias == nullptr) return InvalidArgument("bias-activation: null y or bias");
+  if (!Valid(shape)) return BadShape("bias-activation", shape);
+  if (act != kActNone && act != kActRelu && act != kActRelu6) {
+    return InvalidArgument("bias-activation: activation " + std::to_string(act) +
+                           " is not known; allowed: 0 (none), 1 (ReLU), 2 (ReLU6)");
+  }
+  Dispatch(type, [&](auto t) {
+    using T = decltype(t);
+    BiasActivationKernel<T><<<Blocks(shape.elements()), kThreads, 0, stream>>>(
+        static_cast<T*>(y), shape, static_cast<const T*>(bias), static_cast<const T*>(z), act);
+  });
+  return Launched("BiasActivationKernel");
 }
 
 Status LaunchClamp(void* x, int64_t count, float lo, float hi, StorageType type,

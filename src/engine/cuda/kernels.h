@@ -68,6 +68,18 @@ Status LaunchCopyChannels(const void* in, const NhwcShape& in_shape, int channel
                           const NhwcShape& out_shape, int channel_offset, bool last_input,
                           StorageType type, cudaStream_t stream);
 
+// out (n x (in.h + pad_top + bottom) x (in.w + pad_left + right) x in.c) = in placed at row
+// pad_top, column pad_left, zeros around it: the explicit padding of a convolution whose TF SAME
+// padding is not symmetric (program.h). out.h/out.w >= in's plus the pads; same n and c.
+Status LaunchPad(const void* in, const NhwcShape& in_shape, void* out, const NhwcShape& out_shape,
+                 int pad_top, int pad_left, StorageType type, cudaStream_t stream);
+
+// y = act(y + bias[c] [+ z]) over an NHWC tensor (z: nullptr or a tensor of y's shape; bias:
+// y.c values of the storage type): the epilogue of a convolution run by cudnnConvolutionForward
+// where cuDNN's fused conv-bias-activation call refuses the case.
+Status LaunchBiasActivation(void* y, const NhwcShape& shape, const void* bias, const void* z,
+                            int act, StorageType type, cudaStream_t stream);
+
 // x = min(max(x, lo), hi) over `count` elements, in place (ReLU6 after a ReLU-fused conv).
 Status LaunchClamp(void* x, int64_t count, float lo, float hi, StorageType type,
                    cudaStream_t stream);

@@ -1,7 +1,7 @@
 // cuDNN's view of every convolution of the real plans (engine/cuda/conv_descriptors.h), built
 // without a GPU: cuDNN's own output size equals the plan's, the math type follows the precision
 // (FP32 never silently TF32), ReLU6 asks for a clamp, and the SSD's asymmetric TF-SAME paddings
-// are refused as not written yet.
+// are refused (program.h pads those inputs explicitly, so the engine never asks).
 #include "engine/cuda/conv_descriptors.h"
 
 #include <gmock/gmock.h>

@@ -107,18 +107,5 @@ TEST(CudaEngineTest, CreateEngineWithoutAGpuIsUnavailable) {
   EXPECT_EQ(ProbeCudaDevice(-1).status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST(CudaEngineTest, WithAGpuTheMissingExecutorIsSaid) {
-  auto probe = ProbeCudaDevice(0);
-  if (!probe.ok()) GTEST_SKIP() << "no CUDA device: " << probe.status().message();
-  EngineOptions o;
-  o.device = "cuda";
-  o.model = ModelKind::kMogFace;
-  o.synthetic_weights = "r50";
-  auto r = CreateEngine(o);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
-  EXPECT_THAT(r.status().message(), HasSubstr("not written yet"));
-}
-
 }  // namespace
 }  // namespace mogserve::engine

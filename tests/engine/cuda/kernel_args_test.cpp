@@ -42,6 +42,14 @@ TEST(KernelArgsTest, BadArgumentsAreRefusedBeforeLaunching) {
   float* f = dummy;
   st = LaunchOutputLevel(dummy, s, 7, dummy, s, 0, 2, 0, 32, f, f, StorageType::kF32, nullptr);
   EXPECT_THAT(st.message(), HasSubstr("does not fit"));
+  st = LaunchPad(dummy, s, dummy + 1, NhwcShape{1, 4, 5, 8}, 1, 0, StorageType::kF16, nullptr);
+  EXPECT_THAT(st.message(), HasSubstr("does not fit"));
+  st = LaunchPad(dummy, s, dummy, NhwcShape{1, 5, 5, 8}, 1, 1, StorageType::kF16, nullptr);
+  EXPECT_THAT(st.message(), HasSubstr("cannot be the input"));
+  st = LaunchBiasActivation(dummy, s, nullptr, nullptr, 1, StorageType::kF32, nullptr);
+  EXPECT_THAT(st.message(), HasSubstr("null"));
+  st = LaunchBiasActivation(dummy, s, dummy, nullptr, 5, StorageType::kF32, nullptr);
+  EXPECT_THAT(st.message(), HasSubstr("activation 5"));
   const uint8_t* bytes = reinterpret_cast<const uint8_t*>(dummy);
   st = LaunchPreprocess(bytes, reinterpret_cast<const int*>(dummy), PreprocessParams{},
                         StorageType::kF32, dummy, NhwcShape{1, 4, 4, 2}, nullptr);
