@@ -11,13 +11,12 @@
 
 #include <cmath>
 #include <cstdio>
-#include <random>
 #include <set>
 #include <string>
 
 #include "engine/model_loading.h"
 #include "host_program.h"
-#include "model/input_normalization.h"
+#include "parity_support.h"
 #include "model/mogface/mogface_network.h"
 #include "model/reference/reference_executor.h"
 #include "model/ssd_mobilenet_v1.h"
@@ -93,63 +92,6 @@ TEST(ProgramTest, LowersEveryOpOfEveryNetwork) {
             StatusCode::kInvalidArgument);
 }
 
-// Two pictures of different sizes on equal canvases, the canvas padding filled with bytes the
-// model must ignore.
-struct Inputs {
-  std::vector<std::vector<uint8_t>> canvases;
-  std::vector<int> picture_size;
-  std::vector<image::Image> pictures;
-};
-
-Inputs MakeInputs(int h, int w, uint32_t seed) {
-  std::mt19937 rng(seed);
-  Inputs in;
-  const int sizes[2][2] = {{w, h}, {std::max(1, w * 2 / 3), std::max(1, h / 2)}};
-  for (const auto& size : sizes) {
-    image::Image picture(size[0], size[1]);
-    for (uint8_t& v : picture.data) v = static_cast<uint8_t>(rng());
-    std::vector<uint8_t> canvas(static_cast<size_t>(h) * w * 3, 0);
-    for (uint8_t& v : canvas) v = static_cast<uint8_t>(rng());
-    for (int y = 0; y < picture.height; ++y) {
-      std::copy_n(picture.pixel(0, y), picture.width * 3, &canvas[(static_cast<size_t>(y) * w) * 3]);
-    }
-    in.canvases.push_back(std::move(canvas));
-    in.picture_size.push_back(size[0]);
-    in.picture_size.push_back(size[1]);
-    in.pictures.push_back(std::move(picture));
-  }
-  return in;
-}
-
-struct Errors {
-  double conf = 0;      // max |Δ| of the sigmoid scores
-  double loc_rel = 0;   // ‖Δloc‖ / ‖loc‖
-  bool finite = true;   // no NaN / Inf in the device outputs
-};
-
-Errors Compare(const HostProgramOutputs& got, const std::vector<model::ReferenceOutputs>& want) {
-  Errors e;
-  double d2 = 0, n2 = 0;
-  const size_t anchors = want[0].scores.size();
-  for (size_t i = 0; i < want.size(); ++i) {
-    for (size_t a = 0; a < anchors; ++a) {
-      const float c = got.conf[i * anchors + a];
-      e.finite = e.finite && std::isfinite(c);
-      e.conf = std::max(e.conf, std::abs(c - want[i].scores[a]));
-      for (int k = 0; k < 4; ++k) {
-        const float l = got.loc[(i * anchors + a) * 4 + k];
-        e.finite = e.finite && std::isfinite(l);
-        const double d = l - want[i].boxes[a * 4 + k];
-        d2 += d * d;
-        n2 += want[i].boxes[a * 4 + k] * want[i].boxes[a * 4 + k];
-      }
-    }
-  }
-  e.loc_rel = std::sqrt(d2 / std::max(n2, 1e-30));
-  if (!e.finite) e.conf = e.loc_rel = INFINITY;
-  return e;
-}
-
 struct ModelCase {
   const char* name;  // "ssd" or a MogFace variant
   int h, w;
@@ -173,17 +115,12 @@ class ProgramParityTest : public ::testing::TestWithParam<ModelCase> {
     auto plan = PlanOf(model_->network(), GetParam().h, GetParam().w);
     ASSERT_TRUE(plan.ok()) << plan.status().ToString();
     plan_.emplace(std::move(*plan));
-    inputs_ = MakeInputs(GetParam().h, GetParam().w, 7);
-    for (const image::Image& picture : inputs_.pictures) {
-      const std::vector<double> x = model::NormalizePlanar(model_->network()->normalization(),
-                                                           picture, GetParam().w, GetParam().h);
-      auto out = model::RunReference(*plan_, model_->weights(), x);
-      ASSERT_TRUE(out.ok()) << out.status().ToString();
-      reference_.push_back(std::move(*out));
-    }
+    inputs_ = MakeParityInputs(GetParam().h, GetParam().w, 7);
+    reference_ = ReferenceOutputsOf(*model_, *plan_, inputs_);
+    ASSERT_EQ(reference_.size(), 2u);
   }
 
-  Errors Run(Precision precision) {
+  ParityErrors Run(Precision precision) {
     auto weights = PrepareDeviceWeights(*model_->network(), model_->weights(), precision);
     EXPECT_TRUE(weights.ok()) << weights.status().ToString();
     auto program = BuildProgram(*plan_, 2, StorageTypeOf(precision));
@@ -191,12 +128,12 @@ class ProgramParityTest : public ::testing::TestWithParam<ModelCase> {
     auto out = RunProgramOnHost(*program, *weights, inputs_.canvases, inputs_.picture_size);
     EXPECT_TRUE(out.ok()) << out.status().ToString();
     if (!out.ok()) return {INFINITY, INFINITY, false};
-    return Compare(*out, reference_);
+    return CompareOutputs(out->conf, out->loc, reference_);
   }
 
   std::shared_ptr<const model::FaceModel> model_;
   std::optional<LayerPlan> plan_;
-  Inputs inputs_;
+  ParityInputs inputs_;
   std::vector<model::ReferenceOutputs> reference_;
 };
 
@@ -213,7 +150,7 @@ TEST_P(ProgramParityTest, HostRunOfTheStepsMatchesTheReference) {
   for (const Bound& b : {Bound{Precision::kFp32, 1e-4, 1e-4}, Bound{Precision::kFp16, 5e-3, 1e-2},
                          Bound{Precision::kBf16, ssd ? 2e-2 : 1e-2, ssd ? 7e-2 : 2e-2}}) {
     SCOPED_TRACE(PrecisionName(b.precision));
-    const Errors e = Run(b.precision);
+    const ParityErrors e = Run(b.precision);
     std::printf("%s %dx%d %s: max |dconf| %.3g, |dloc|/|loc| %.3g\n", GetParam().name,
                 GetParam().w, GetParam().h, PrecisionName(b.precision), e.conf, e.loc_rel);
     EXPECT_TRUE(e.finite);
@@ -240,7 +177,7 @@ TEST_P(MisplacedOutputTest, IsCaught) {
   }
   auto out = RunProgramOnHost(program, *weights, inputs_.canvases, inputs_.picture_size);
   if (!out.ok()) return;  // pushed past the end of the arena: also caught
-  const Errors e = Compare(*out, reference_);
+  const ParityErrors e = CompareOutputs(out->conf, out->loc, reference_);
   EXPECT_FALSE(e.finite && e.conf <= 1e-4 && e.loc_rel <= 1e-4);
 }
 
