@@ -29,7 +29,7 @@ struct DetectFlags {
   std::string annotate_dir;
   int batch_size = 8;
   int decode_threads = 0;
-  int instances = 1;
+  int instances = 0;  // 0: engine::DefaultInstances of the device
   std::string policy = "continuous";
   int64_t max_pixels = 50'000'000;
   bool timing = false;
@@ -125,7 +125,9 @@ int RunDetect(const DetectFlags& flags) {
   // More instances share the weights; each gets its own worker thread.
   std::vector<std::unique_ptr<engine::Engine>> more;
   std::vector<engine::Engine*> instances = {engine->get()};
-  for (int i = 1; i < flags.instances; ++i) {
+  const int instance_count =
+      flags.instances > 0 ? flags.instances : engine::DefaultInstances(engine_options->device);
+  for (int i = 1; i < instance_count; ++i) {
     auto another = (*engine)->NewInstance();
     if (!another.ok()) {
       std::cerr << "error: " << another.status().ToString() << "\n";
@@ -219,8 +221,9 @@ CommandRunner RegisterDetectCommand(CLI::App& app) {
   app.add_option("--annotate", flags->annotate_dir,
                  "Write each image with its boxes and scores drawn into this folder (JPEG)");
   app.add_option("--instances", flags->instances,
-                 "Engine instances sharing the weights, one worker thread each")
-      ->check(CLI::Range(1, 64))
+                 "Engine instances sharing the weights, one worker thread each (0: 1 on cpu, 2 "
+                 "on cuda)")
+      ->check(CLI::Range(0, 64))
       ->capture_default_str();
   app.add_option("--policy", flags->policy,
                  "Batching policy: naive, dynamic, continuous or adaptive")

@@ -110,7 +110,7 @@ int RunServe(const ServeFlags& flags) {
   const server::ModelDescription& model = started->model;
   http.SetPipeline(&pipeline, loaded->engines, model);
   spdlog::info("model: {} ({})", model.info.Describe(), model.info.weights);
-  spdlog::info("instances: {}, decode threads: {}, scheduler: {}", flags.instances,
+  spdlog::info("instances: {}, decode threads: {}, scheduler: {}", model.instances,
                started->preprocess_threads, model.scheduler);
   spdlog::info("input: {}", model.input_policy);
   spdlog::info("buffer plan:\n{}", model.buffer_plan);

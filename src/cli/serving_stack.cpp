@@ -123,8 +123,9 @@ void AddServeFlags(CLI::App& app, ServeFlags& f) {
                "Pad batches to the planned sizes (fixed shapes, as CUDA graphs need; default: "
                "off)")
       ->envname("MOGSERVE_PAD_BATCHES");
-  Flag(app, "--instances", f.instances, "Engine instances, one worker thread each")
-      ->check(CLI::Range(1, 64));
+  Flag(app, "--instances", f.instances,
+       "Engine instances, one worker thread each (0: 1 on cpu, 2 on cuda)")
+      ->check(CLI::Range(0, 64));
   Flag(app, "--workers", f.workers, "Decode/pre-process threads (0: half the cores)")
       ->check(CLI::Range(0, 256));
   Flag(app, "--post-threads", f.post_threads, "Post-process threads")->check(CLI::Range(1, 64));
@@ -191,7 +192,9 @@ StatusOr<LoadedEngines> LoadEngines(const ServeFlags& flags) {
                             ToShapeBuckets(flags.input, (*engine)->info()));
   LoadedEngines loaded{{}, {}, std::move(buckets)};
   loaded.owned.push_back(std::move(*engine));
-  for (int i = 1; i < flags.instances; ++i) {
+  const int instances =
+      flags.instances > 0 ? flags.instances : engine::DefaultInstances(options.device);
+  for (int i = 1; i < instances; ++i) {
     MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> another,
                               loaded.owned.front()->NewInstance());
     loaded.owned.push_back(std::move(another));
@@ -247,7 +250,7 @@ StatusOr<ServingPipeline> StartPipeline(const ServeFlags& flags, const LoadedEng
   out.model.input_policy = loaded.buckets.Describe();
   out.model.buffer_plan = plan->Describe();
   out.model.defaults = defaults;
-  out.model.instances = flags.instances;
+  out.model.instances = static_cast<int>(loaded.engines.size());
   std::ostringstream scheduler;
   scheduler << scheduler::PolicyName(config.policy) << ", max batch " << config.max_batch_size
             << ", max delay " << MaxDelaySeconds(flags) * 1000 << " ms";

@@ -49,7 +49,7 @@ struct ServeFlags {
   double latency_target_ms = 100;
   bool pad_batches = false;
   // Mechanism.
-  int instances = 1;
+  int instances = 0;  // 0: engine::DefaultInstances of the device
   int workers = 0;  // decode threads; 0 = half the cores
   int post_threads = 1;
   double memory_fraction = 0.8;

@@ -123,7 +123,7 @@ struct EngineInfo {
   int fixed_side = 0;
   int multiple = 1;
 
-  // "mogface r101 on cpu, bf16, channels-last, 2 threads"
+  // "mogface r101 on cpu, bf16, channels-last, 2 threads"; "mogface r101 on cuda:0, fp16, NHWC"
   std::string Describe() const;
 };
 
@@ -182,6 +182,11 @@ class Engine {
 // driver, no CUDA device, a too-high ordinal or a cuDNN older than 9.0 give kUnavailable
 // (kInvalidArgument for the ordinal) naming the cause.
 StatusOr<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options);
+
+// Engine instances to run when the user names none (`--instances 0`): 1 on the CPU (LibTorch
+// already spreads one pass over every core), 2 on a CUDA device (one stages and copies while
+// the other computes). `device` as ParseDevice takes it; a malformed one counts as the CPU.
+int DefaultInstances(std::string_view device);
 
 // The devices of the backend table, and whether this build has each one's backend:
 // {"cpu", built with LibTorch}, {"cuda", built with MOGSERVE_WITH_CUDA}.

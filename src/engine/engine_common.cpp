@@ -69,8 +69,10 @@ StatusOr<DeviceSpec> ParseDevice(std::string_view text) {
 std::string EngineInfo::Describe() const {
   std::string text = model;
   if (!variant.empty()) text += " " + variant;
-  return text + " on " + device + ", " + precision + ", " +
-         (channels_last ? "channels-last" : "NCHW") + ", " + std::to_string(threads) +
+  text += " on " + device + ", " + precision + ", ";
+  // The CUDA backend is always NHWC, and its host threads are the pipeline's, not the engine's.
+  if (device != "cpu") return text + "NHWC";
+  return text + (channels_last ? "channels-last" : "NCHW") + ", " + std::to_string(threads) +
          (threads == 1 ? " thread" : " threads");
 }
 
@@ -134,6 +136,11 @@ std::vector<BackendEntry> Backends() {
   std::vector<BackendEntry> out;
   for (const Backend& b : kBackends) out.push_back({b.device, b.built()});
   return out;
+}
+
+int DefaultInstances(std::string_view device) {
+  const StatusOr<DeviceSpec> d = ParseDevice(device);
+  return d.ok() && d->backend == "cuda" ? 2 : 1;
 }
 
 StatusOr<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options) {

@@ -699,7 +699,7 @@ TEST(ServeE2E, HelpDocumentsEveryFlagWithItsDefault) {
       {"--request-timeout", "=30"},
       {"--latency-target-ms", "=100"},
       {"--pad-batches", ""},
-      {"--instances", "=1"},
+      {"--instances", "=0"},
       {"--workers", "=0"},
       {"--post-threads", "=1"},
       {"--memory-fraction", "=0.8"},

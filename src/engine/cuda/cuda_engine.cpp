@@ -175,6 +175,7 @@ struct Prepared {
   std::vector<std::unique_ptr<ConvDescriptors>> convs;  // by step; null for other steps
   std::vector<std::string> conv_keys;
   std::vector<ConvChoice> choices;
+  std::vector<bool> untuned;  // chosen by the heuristics here: --cudnn-autotune times them
   cudaGraphExec_t graph = nullptr;
   bool graph_failed = false;
   int eager_runs = 0;
@@ -299,9 +300,52 @@ class CudaEngine final : public Engine {
       MOGSERVE_RETURN_IF_ERROR(Describe(p));
       EvictIfFull();
       it = prepared_.emplace(key, std::move(p)).first;
+      if (options_.cuda.cudnn_autotune) {
+        MOGSERVE_RETURN_IF_ERROR(ReserveBuffers(it->second));
+        MOGSERVE_RETURN_IF_ERROR(Tune(it->second));
+      }
     }
     MOGSERVE_RETURN_IF_ERROR(ReserveBuffers(it->second));
     return &it->second;
+  }
+
+  // --cudnn-autotune: cuDNN times its algorithms on this program's own buffers (contents do not
+  // matter for the timing) with a workspace of the full cap; the fastest whose math keeps the
+  // precision replaces the heuristics' pick for every instance. Identity epilogues keep
+  // IMPLICIT_PRECOMP_GEMM: another algorithm would cost them the fused call.
+  Status Tune(Prepared& p) {
+    bool grew = false;
+    MOGSERVE_RETURN_IF_ERROR(
+        workspace_.Reserve(std::max<int64_t>(options_.cuda.cudnn_workspace_bytes, 1), false, &grew));
+    if (grew) DropGraphs();
+    for (size_t i = 0; i < p.program.steps.size(); ++i) {
+      if (!p.untuned[i] || p.convs[i]->identity_epilogue()) continue;
+      const Step& s = p.program.steps[i];
+      const ConvDescriptors& d = *p.convs[i];
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      int returned = 0;
+      MOGSERVE_RETURN_IF_ERROR(CudnnCall(
+          cudnnFindConvolutionForwardAlgorithmEx(
+              cudnn_, d.x(), At(s.in), d.w(), weights_->conv_weight(s.def), d.conv(), d.y(),
+              At(s.out), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, workspace_.get(),
+              static_cast<size_t>(workspace_.size())),
+          "cudnnFindConvolutionForwardAlgorithmEx"));
+      for (int k = 0; k < returned; ++k) {
+        if (perf[k].status != CUDNN_STATUS_SUCCESS ||
+            static_cast<int64_t>(perf[k].memory) > options_.cuda.cudnn_workspace_bytes ||
+            !MathAllowed(perf[k].mathType, options_.precision)) {
+          continue;
+        }
+        p.choices[i] = {perf[k].algo, perf[k].mathType, static_cast<int64_t>(perf[k].memory), true};
+        algorithms_->Replace(p.conv_keys[i], p.choices[i]);
+        MOGSERVE_RETURN_IF_ERROR(
+            CudnnCall(cudnnSetConvolutionMathType(d.conv(), p.choices[i].math),
+                      "cudnnSetConvolutionMathType"));
+        break;
+      }
+      p.untuned[i] = false;
+    }
+    return Status::Ok();
   }
 
   // The modelscope policy runs every picture's exact shape: keep programs and graphs bounded.
@@ -322,6 +366,7 @@ class CudaEngine final : public Engine {
     p.convs.resize(steps);
     p.conv_keys.resize(steps);
     p.choices.resize(steps);
+    p.untuned.assign(steps, false);
     for (size_t i = 0; i < steps; ++i) {
       const Step& s = p.program.steps[i];
       if (s.kind != StepKind::kConv) continue;
@@ -333,6 +378,7 @@ class CudaEngine final : public Engine {
       } else {
         MOGSERVE_ASSIGN_OR_RETURN(const ConvChoice choice, ChooseAlgorithm(*p.convs[i]));
         p.choices[i] = algorithms_->Insert(p.conv_keys[i], choice);
+        p.untuned[i] = true;
       }
       MOGSERVE_RETURN_IF_ERROR(
           CudnnCall(cudnnSetConvolutionMathType(p.convs[i]->conv(), p.choices[i].math),
@@ -435,15 +481,18 @@ class CudaEngine final : public Engine {
     if (p.graph != nullptr) return CudaCall(cudaGraphLaunch(p.graph, stream_), "cudaGraphLaunch");
     MOGSERVE_RETURN_IF_ERROR(Enqueue(p, /*capturing=*/false));
     ++p.eager_runs;
-    if (options_.cuda.max_graphs > 0 && !p.graph_failed) Capture(p);
+    if (options_.cuda.max_graphs > 0 && !p.graph_failed) {
+      // The eager pass's errors are this call's (and a failed capture must not swallow them).
+      MOGSERVE_RETURN_IF_ERROR(CudaCall(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"));
+      Capture(p);
+    }
     return Status::Ok();
   }
 
-  // Captures the pass after an eager one has run it (and synchronises the eager run first, so a
-  // failed capture leaves nothing half-enqueued). A failure is logged once and the shape stays
-  // eager: graphs are a speed-up, never a requirement.
+  // Captures the pass after an eager one has run it (its outputs already in the staging). A
+  // failure is logged once and the shape stays eager: graphs are a speed-up, never a
+  // requirement.
   void Capture(Prepared& p) {
-    if (cudaStreamSynchronize(stream_) != cudaSuccess) return;
     cudaGraph_t graph = nullptr;
     Status st = CudaCall(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
                          "cudaStreamBeginCapture");

@@ -37,6 +37,25 @@ TEST(CudaEngineTest, DeviceStrings) {
   }
 }
 
+TEST(CudaEngineTest, DescribeNamesTheLayoutNotThreadsOnCuda) {
+  EngineInfo info;
+  info.model = "mogface";
+  info.variant = "r101";
+  info.device = "cuda:1";
+  info.precision = "fp16";
+  EXPECT_EQ(info.Describe(), "mogface r101 on cuda:1, fp16, NHWC");
+  info.device = "cpu";
+  info.threads = 2;
+  EXPECT_EQ(info.Describe(), "mogface r101 on cpu, fp16, channels-last, 2 threads");
+}
+
+TEST(CudaEngineTest, TwoInstancesByDefaultOnCuda) {
+  EXPECT_EQ(DefaultInstances("cpu"), 1);
+  EXPECT_EQ(DefaultInstances("cuda"), 2);
+  EXPECT_EQ(DefaultInstances("cuda:3"), 2);
+  EXPECT_EQ(DefaultInstances("gpu"), 1);  // malformed: refused later by CreateEngine
+}
+
 TEST(CudaEngineTest, Tf32IsAPrecision) {
   auto p = ParsePrecision("tf32");
   ASSERT_TRUE(p.ok());
