@@ -2,15 +2,24 @@
 # On the GPU machine, from the repository root, after scripts/gpu_bundle.sh made .gpu/ on the
 # development machine (.gpu/ is ignored by git: the device run must carry it):
 #   scripts/gpu_check.sh OUT
-# What it checks today (the CUDA executor is not written yet, so no parity or benchmarks):
+# One call, about 7 minutes on an H200 (every step has its own timeout; GPU_CHECK_BUDGET, default
+# 520 s, bounds the whole run: the last, optional step gets what is left):
 #   1. the environment: nvidia-smi, the cuDNN/cuBLAS the pip nvidia packages provide, every
 #      library of .gpu/bin resolved (ldd: no "not found") -> OUT/env.txt;
-#   2. cuda_tests: the kernels on the GPU against the host element functions, f32/f16/bf16,
-#      poisoned outputs -> OUT/cuda_tests.{log,json};
-#   3. cuda_host_tests on that machine (arena, weights, descriptors, and the CUDA engine's
-#      answer with a device present) -> OUT/cuda_host_tests.{log,json};
-#   4. `mogserve detect --device cuda`: logs the device and the loaded cuDNN/cuBLASLt versions,
-#      then must exit 3 saying the executor is not written -> OUT/detect.log;
+#   2. cuda_tests: the kernels against the host element functions (f32/f16/bf16, poisoned
+#      outputs); the CUDA engine against the FP64 reference per precision (SSD, R101, E, R50,
+#      an odd size), fp16/bf16/tf32 against fp32 at 640², graph replays and instances
+#      byte-identical to eager -> OUT/cuda_tests.{log,json} (the parity lines: grep parity);
+#   3. cuda_host_tests on that machine, without the host-only parity runs CI already makes
+#      (minutes of FP64 on one core) -> OUT/cuda_host_tests.{log,json};
+#   4. `mogserve detect --device cuda` on a real photo with the SSD in fp16: the faces found, the
+#      device and the loaded cuDNN/cuBLASLt versions -> OUT/detect.{json,log};
+#   5. benchmarks (bench engine, median of the timed passes, copies included):
+#      R101 640² fp16 and bf16 at batch 1/8/16/32 with PyTorch eager fp16/bf16 channels-last on
+#      the same GPU (tests/reference/bench_reference.py --device cuda), tf32 at 8/32, fp32 at 8;
+#      SSD 512² fp16 at batch 1/16/64 -> OUT/bench_*.{md,json};
+#   6. if time is left: `bench report --device cuda --quick` for R101 640² (the guide's tables:
+#      fp16 vs fp32, batch sizes, naive vs continuous batching, streams) -> OUT/report/;
 # and OUT/summary.txt, printed last. Exit status 1 when a step failed. Each step has a timeout
 # (then SIGKILL 10 s later: a process stuck in the driver may ignore SIGTERM). A test binary
 # counts as ok only when it exits 0 having passed at least one test.
@@ -86,38 +95,39 @@ else
 fi
 
 # 2-3. The test binaries.
-run_tests() {  # name, timeout seconds
-  with_libs timeout -k 10 "$2" "$BUNDLE/bin/$1" --gtest_output="json:$OUT/$1.json" \
-    >"$OUT/$1.log" 2>&1
+run_tests() {  # name, timeout seconds, extra arguments
+  local name=$1 limit=$2
+  shift 2
+  with_libs timeout -k 10 "$limit" "$BUNDLE/bin/$name" --gtest_output="json:$OUT/$name.json" "$@" \
+    >"$OUT/$name.log" 2>&1
   local rc=$?
   local line passed
-  line=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?' "$OUT/$1.log" | tr '\n' ' ' || true)
-  passed=$(grep -m1 -oE '^\[  PASSED  \] [0-9]+' "$OUT/$1.log" | grep -oE '[0-9]+$' || true)
+  line=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?' "$OUT/$name.log" | tr '\n' ' ' || true)
+  passed=$(grep -m1 -oE '^\[  PASSED  \] [0-9]+' "$OUT/$name.log" | grep -oE '[0-9]+$' || true)
   if [ $rc -ne 0 ]; then
-    record "$1" FAIL "exit $rc: $line"
+    record "$name" FAIL "exit $rc: $line"
   elif [ "${passed:-0}" -eq 0 ]; then
-    record "$1" FAIL "no test passed: $line"
+    record "$name" FAIL "no test passed: $line"
   else
-    record "$1" ok "$line"
+    record "$name" ok "$line"
   fi
 }
-run_tests cuda_tests 120
-run_tests cuda_host_tests 120
+START=$SECONDS
+BUDGET=${GPU_CHECK_BUDGET:-520}
+export MOGSERVE_TEST_MODEL_DIR="$BUNDLE/models/ssd_mobilenetv1"  # the SSD parity case
+run_tests cuda_tests 240
 if grep -q '^\[  SKIPPED \]' "$OUT/cuda_tests.log"; then
-  record "cuda_tests" FAIL "tests were skipped: no usable CUDA device"
+  record "cuda_tests" FAIL "tests were skipped: no usable CUDA device or no SSD model"
 fi
-# It skips when the device probe fails (no driver, a refused cuDNN): on the GPU machine, a failure.
-if grep -q '^\[  SKIPPED \] CudaEngineTest.WithAGpuTheMissingExecutorIsSaid' \
-  "$OUT/cuda_host_tests.log"; then
-  record "cuda_host_tests" FAIL "WithAGpuTheMissingExecutorIsSaid skipped: the device probe failed"
-fi
+grep -E '^(parity|640x640) ' "$OUT/cuda_tests.log" >"$OUT/parity.txt" || true
+run_tests cuda_host_tests 120 '--gtest_filter=-*ProgramParity*:*MisplacedOutput*'
 
-# 4. The engine's answer with a device.
-with_libs timeout -k 10 60 "$BUNDLE/bin/mogserve" detect --device cuda \
-  --model mogface --synthetic-weights r50 "$ROOT/tests/data/photos/grace_hopper.jpg" \
-  >"$OUT/detect.log" 2>&1
+# 4. Detection on a real photo.
+with_libs timeout -k 10 90 "$BUNDLE/bin/mogserve" detect --device cuda --precision fp16 \
+  --model-dir "$BUNDLE/models/ssd_mobilenetv1" "$ROOT/tests/data/photos/grace_hopper.jpg" \
+  >"$OUT/detect.json" 2>"$OUT/detect.log"
 rc=$?
-if [ $rc -eq 3 ] && grep -q "unimplemented: the CUDA backend found cuda:0" "$OUT/detect.log"; then
+if [ $rc -eq 0 ] && grep -q '"score"' "$OUT/detect.json"; then
   record detect ok "$(grep -m1 -o 'CUDA device: .*' "$OUT/detect.log" || true)"
 else
   record detect FAIL "exit $rc: $(tail -n 1 "$OUT/detect.log" || true)"
@@ -128,7 +138,44 @@ if grep -q 'is loaded, older than cuDNN' "$OUT/detect.log"; then
     "$OUT/detect.log" || true)"
 fi
 
-echo "not measured (the CUDA executor is not written yet): parity per precision, benchmarks" \
-  >>"$SUMMARY"
+# 5. Benchmarks.
+bench() {  # name, timeout, bench engine arguments...
+  local name=$1 limit=$2
+  shift 2
+  with_libs timeout -k 10 "$limit" "$BUNDLE/bin/mogserve" bench engine --device cuda \
+    --json "$OUT/bench_$name.json" --markdown "$OUT/bench_$name.md" "$@" \
+    >"$OUT/bench_$name.log" 2>&1
+  local rc=$?
+  if [ $rc -eq 0 ]; then
+    record "bench $name" ok "$(grep -c '^| [0-9]' "$OUT/bench_$name.md" || true) rows"
+  else
+    record "bench $name" FAIL "exit $rc: $(tail -n 1 "$OUT/bench_$name.log" || true)"
+  fi
+}
+R101=(--model mogface --synthetic-weights r101 --sizes 640 --warmup 2)
+bench r101_fp16_bf16 150 "${R101[@]}" --iterations 20 --precisions fp16 bf16 \
+  --batch-sizes 1 8 16 32 --reference --reference-python python3 \
+  --reference-script "$ROOT/tests/reference/bench_reference.py"
+bench r101_tf32 60 "${R101[@]}" --iterations 20 --precisions tf32 --batch-sizes 8 32
+bench r101_fp32 60 "${R101[@]}" --iterations 5 --precisions fp32 --batch-sizes 8
+bench ssd_fp16 45 --model ssd --model-dir "$BUNDLE/models/ssd_mobilenetv1" --precision fp16 \
+  --batch-sizes 1 16 64 --default-only
+
+# 6. The guide's tables, with what is left of the budget.
+LEFT=$((BUDGET - (SECONDS - START) - 20))
+if [ $LEFT -ge 60 ]; then
+  with_libs timeout -k 10 "$LEFT" "$BUNDLE/bin/mogserve" bench report --device cuda --quick \
+    --model mogface --synthetic-weights r101 --size 640 --precisions fp32 fp16 \
+    --images-dir "$ROOT/tests/data/photos" --out "$OUT/report" >"$OUT/report.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    record report ok "OUT/report/report.md"
+  else
+    record report FAIL "exit $rc after at most ${LEFT}s: $(tail -n 1 "$OUT/report.log" || true)"
+  fi
+else
+  record report SKIP "${LEFT}s left of the ${BUDGET}s budget"
+fi
+
 cat "$SUMMARY"
 exit $FAILED

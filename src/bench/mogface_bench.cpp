@@ -72,6 +72,9 @@ void PrepareReference(const EngineBenchOptions& options, EngineBenchReport& repo
     }
   }
   ro.batch_sizes = options.batch_sizes;
+  // On a GPU the reference runs on the same kind of device (its PyTorch's CUDA), channels-last.
+  const StatusOr<engine::DeviceSpec> device = engine::ParseDevice(eo.device);
+  ro.device = device.ok() ? device->backend : "cpu";
   for (engine::Precision p : options.precisions) ro.precisions.push_back(engine::PrecisionName(p));
   ro.warmup = options.warmup;
   ro.min_iterations = options.min_iterations;

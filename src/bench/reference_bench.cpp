@@ -172,7 +172,7 @@ StatusOr<ReferenceRun> RunReferenceBench(const ReferenceBenchOptions& o) {
   ScratchDir scratch;
   if (scratch.path().empty()) return Internal("cannot create a temporary folder");
   const std::string json_path = scratch.path() + "/reference.json";
-  const std::vector<std::string> argv = {o.python,        o.script,
+  std::vector<std::string> argv = {o.python,        o.script,
                                          o.weights,       o.variant,
                                          "--sizes",       JoinInts(o.sizes),
                                          "--batch-sizes", JoinInts(o.batch_sizes),
@@ -181,7 +181,9 @@ StatusOr<ReferenceRun> RunReferenceBench(const ReferenceBenchOptions& o) {
                                          "--warmup",      std::to_string(o.warmup),
                                          "--iterations",  std::to_string(o.min_iterations),
                                          "--min-seconds", std::to_string(o.min_seconds),
-                                         "--json",        json_path};
+                                         "--json",        json_path,
+                                         "--device",      o.device};
+  if (o.device == "cuda") argv.push_back("--channels-last");
   const int rc = RunChild(argv, /*quiet=*/false);
   if (rc != 0) {
     return Internal("the reference failed (exit status " + std::to_string(rc) +

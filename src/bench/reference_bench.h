@@ -48,7 +48,8 @@ struct ReferenceBenchOptions {
   std::string variant;  // "r101", "e", "r50"
   std::vector<int> sizes;
   std::vector<int> batch_sizes;
-  std::vector<std::string> precisions;  // "fp32", "bf16"
+  std::vector<std::string> precisions;  // "fp32", "bf16"; on cuda also "fp16", "tf32"
+  std::string device = "cpu";           // "cpu", or "cuda": channels-last on the GPU
   int threads = 1;
   int warmup = 1;
   int min_iterations = 1;

@@ -50,8 +50,8 @@ void AddEngineFlags(CLI::App& app, EngineFlags& flags) {
                  "need --device cuda")
       ->capture_default_str();
   app.add_option("--device", flags.device,
-                 "cpu, or cuda / cuda:N (the CUDA backend checks the driver and device; its "
-                 "executor is not written yet)")
+                 "cpu, or cuda / cuda:N (cuDNN and own kernels on an NVIDIA GPU, in builds "
+                 "with MOGSERVE_WITH_CUDA; exits 3 naming the cause without a usable GPU)")
       ->capture_default_str();
   app.add_option("--threads", flags.threads,
                  "Intra-op threads for the forward pass (0 = all cores)")

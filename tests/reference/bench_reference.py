@@ -13,6 +13,12 @@ uint8 RGB size x size canvases, the full network (backbone, LFPN, heads with sig
 §4e flatten/concat), outputs in FP32. The network runs as the reference is written: eager
 torch.nn.functional on a state_dict, BatchNorm unfolded, NCHW (contiguous) memory format.
 
+On `--device cuda` (the GPU machine's PyTorch: the baseline the CUDA backend must beat), a PyTorch
+user's best eager setup: the state_dict moved to the GPU in the precision's dtype (fp16/bf16:
+every floating tensor cast, as model.half() would), activations channels-last
+(`--channels-last`), cuDNN benchmark mode on, TF32 only for tf32; a timed pass copies the uint8
+canvases from pinned memory, normalises on the GPU and ends with torch.cuda.synchronize().
+
 Precisions:
 * fp32: the reference as is.
 * bf16: the same code under torch.autocast("cpu", dtype=torch.bfloat16), which is how a PyTorch
@@ -60,6 +66,26 @@ def _int_list(text: str) -> list:
     return [int(v) for v in text.split(",") if v]
 
 
+_CUDA_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
+                "bf16": torch.bfloat16}
+
+
+def _run_once_cuda(sd: dict, variant: str, pinned: torch.Tensor, precision: str,
+                   channels_last: bool):
+    """One GPU pass over the pinned uint8 [N, H, W, 3] canvases; synchronised at the end."""
+    dev = pinned.to("cuda", non_blocking=True).float()
+    mean = torch.tensor(ref.MEAN_RGB, device="cuda")
+    std = torch.tensor(ref.STD_RGB, device="cuda")
+    x = ((dev - mean) / std / 255.0).permute(0, 3, 1, 2).to(_CUDA_DTYPES[precision])
+    x = x.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+    with torch.no_grad():
+        c2, c3, c4, c5 = ref.backbone(x, sd, ref.BLOCKS[variant])
+        conf, loc = ref.heads(ref.lfpn(c2, c3, c4, c5, sd), sd, variant)
+    conf, loc = conf.float().cpu(), loc.float().cpu()
+    torch.cuda.synchronize()
+    return conf, loc
+
+
 def _run_once(sd: dict, variant: str, canvases: list, precision: str):
     """One pass: normalise, stack, forward. Returns (conf, loc) in FP32."""
     x = torch.stack([ref.normalize(c) for c in canvases])
@@ -71,17 +97,17 @@ def _run_once(sd: dict, variant: str, canvases: list, precision: str):
     return conf.float(), loc.float()
 
 
-def _time_row(sd, variant, canvases, precision, warmup, iterations, min_seconds):
+def _time_row(run, warmup, iterations, min_seconds, precision, batch):
     for _ in range(warmup):
-        _run_once(sd, variant, canvases, precision)
+        run()
     samples = []
     start = time.perf_counter()
     while len(samples) < iterations or time.perf_counter() - start < min_seconds:
         t0 = time.perf_counter()
-        conf, loc = _run_once(sd, variant, canvases, precision)
+        conf, loc = run()
         samples.append((time.perf_counter() - t0) * 1000.0)
         if not (torch.isfinite(conf).all() and torch.isfinite(loc).all()):
-            raise RuntimeError(f"non-finite outputs ({precision}, batch {len(canvases)})")
+            raise RuntimeError(f"non-finite outputs ({precision}, batch {batch})")
     return samples
 
 
@@ -98,10 +124,17 @@ def main(argv=None) -> int:
     ap.add_argument("--min-seconds", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=12345, help="of the random canvases")
     ap.add_argument("--json", required=True, help="write the results here")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("--channels-last", action="store_true", help="cuda: NHWC activations")
     args = ap.parse_args(argv)
     precisions = [p for p in args.precisions.split(",") if p]
-    if not args.sizes or not args.batch_sizes or any(p not in ("fp32", "bf16") for p in precisions):
-        print("error: need --sizes, --batch-sizes and --precisions from fp32, bf16", file=sys.stderr)
+    allowed = ("fp32", "bf16") if args.device == "cpu" else tuple(_CUDA_DTYPES)
+    if not args.sizes or not args.batch_sizes or any(p not in allowed for p in precisions):
+        print(f"error: need --sizes, --batch-sizes and --precisions from {', '.join(allowed)}",
+              file=sys.stderr)
+        return 2
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("error: --device cuda: this PyTorch sees no CUDA device", file=sys.stderr)
         return 2
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -114,13 +147,29 @@ def main(argv=None) -> int:
     del raw
     rng = np.random.default_rng(args.seed)
     rows = []
+    if args.device == "cuda":
+        torch.backends.cudnn.benchmark = True
     for size in args.sizes:
         canvases = [rng.integers(0, 256, (size, size, 3), dtype=np.uint8)
                     for _ in range(max(args.batch_sizes))]
         for precision in precisions:
+            if args.device == "cuda":
+                tf32 = precision == "tf32"
+                torch.backends.cudnn.allow_tf32 = tf32
+                torch.backends.cuda.matmul.allow_tf32 = tf32
+                dtype = _CUDA_DTYPES[precision]
+                dsd = {k: (v.to("cuda", dtype) if v.is_floating_point() else v.to("cuda"))
+                       for k, v in sd.items()}
             for batch in args.batch_sizes:
-                samples = _time_row(sd, variant, canvases[:batch], precision, args.warmup,
-                                    args.iterations, args.min_seconds)
+                if args.device == "cuda":
+                    pinned = torch.from_numpy(np.stack(canvases[:batch])).pin_memory()
+                    run = (lambda dsd=dsd, pinned=pinned, precision=precision:
+                           _run_once_cuda(dsd, variant, pinned, precision, args.channels_last))
+                else:
+                    run = (lambda batch=batch, precision=precision:
+                           _run_once(sd, variant, canvases[:batch], precision))
+                samples = _time_row(run, args.warmup, args.iterations, args.min_seconds,
+                                    precision, batch)
                 mean = sum(samples) / len(samples)
                 print(f"  reference {variant} {size}x{size} {precision} batch {batch}: "
                       f"{mean:9.1f} ms/batch {mean / batch:9.1f} ms/img", file=sys.stderr)
@@ -129,9 +178,12 @@ def main(argv=None) -> int:
     report = {
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
+        "gpu": torch.cuda.get_device_name(0) if args.device == "cuda" else "",
         "variant": variant,
         "bf16_mode": BF16_MODE,
-        "memory_format": "NCHW (contiguous), BatchNorm unfolded",
+        "device": args.device,
+        "memory_format": ("channels-last" if args.channels_last and args.device == "cuda"
+                          else "NCHW (contiguous)") + ", BatchNorm unfolded",
         "rows": rows,
         "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     }
