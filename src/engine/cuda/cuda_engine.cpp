@@ -4,9 +4,11 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -211,6 +213,8 @@ class CudaEngine final : public Engine {
     size_t free_bytes = 0, total = 0;
     MOGSERVE_RETURN_IF_ERROR(CudaCall(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo"));
     capacity_ = static_cast<int64_t>(total);
+    held_bytes_ = PersistentBytes();
+    peak_bytes_ = held_bytes_.load();
     return Status::Ok();
   }
 
@@ -236,10 +240,13 @@ class CudaEngine final : public Engine {
     p->last_use = ++uses_;
     Stage(batch, rows);
     in_forward_bytes_ = p->program.arena.total_bytes;
-    peak_bytes_ = std::max(peak_bytes_, PersistentBytes() + in_forward_bytes_);
-    MOGSERVE_RETURN_IF_ERROR(Execute(*p));
-    MOGSERVE_RETURN_IF_ERROR(CudaCall(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"));
+    const int64_t now = held_bytes_ + in_forward_bytes_;
+    if (now > peak_bytes_) peak_bytes_ = now;
+    const Status run = Execute(*p);
+    const Status synced = CudaCall(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     in_forward_bytes_ = 0;
+    MOGSERVE_RETURN_IF_ERROR(run);
+    MOGSERVE_RETURN_IF_ERROR(synced);
     return Collect(batch, *p, n);
   }
 
@@ -250,25 +257,26 @@ class CudaEngine final : public Engine {
                                outputs.canvas_height, letterbox, options);
   }
 
-  // In use: what this instance holds between passes (its share of nothing else: the weights
-  // are counted by every instance, as the CPU backend's process-wide counters count them); the
-  // arena of the running pass is what a batch adds, so the buffer plan's peak − before is the
-  // batch's own memory. Capacity: the device's.
+  // Device memory. In use: what this instance holds between passes (the weights are counted
+  // by every instance, as the CPU backend's process-wide counters count them), plus the arena
+  // while a pass runs: what a batch adds, so the buffer plan's peak − before is the batch's own
+  // memory. Capacity: the device's. Read by the metrics thread while the worker runs: atomics.
   MemoryStats Memory() const override {
     MemoryStats m;
-    m.in_use_bytes = PersistentBytes() + in_forward_bytes_;
-    m.peak_in_use_bytes = std::max(peak_bytes_, m.in_use_bytes);
-    m.reserved_bytes = PersistentBytes() + arena_.size();
+    m.in_use_bytes = held_bytes_ + in_forward_bytes_;
+    m.peak_in_use_bytes = std::max<int64_t>(peak_bytes_, m.in_use_bytes);
+    m.reserved_bytes = held_bytes_ + arena_bytes_;
     m.capacity_bytes = capacity_;
     return m;
   }
-  void ResetPeakMemory() override { peak_bytes_ = PersistentBytes() + in_forward_bytes_; }
+  void ResetPeakMemory() override { peak_bytes_ = held_bytes_ + in_forward_bytes_; }
 
   // Frees the arena and every graph (they hold its addresses); the next pass allocates again.
   int64_t ReleaseCachedMemory() override {
     const int64_t released = arena_.size();
     DropGraphs();
     arena_.Free();
+    arena_bytes_ = 0;
     return released;
   }
 
@@ -443,6 +451,8 @@ class CudaEngine final : public Engine {
     MOGSERVE_RETURN_IF_ERROR(
         staging_out_.Reserve((prog.conf_floats() + prog.loc_floats()) * 4, true, &grew));
     if (grew) DropGraphs();
+    held_bytes_ = PersistentBytes();
+    arena_bytes_ = arena_.size();
     return Status::Ok();
   }
 
@@ -647,8 +657,7 @@ class CudaEngine final : public Engine {
   DeviceBuffer staging_in_, staging_out_;  // pinned
   std::map<Key, Prepared> prepared_;
   uint64_t uses_ = 0;
-  int64_t in_forward_bytes_ = 0;
-  int64_t peak_bytes_ = 0;
+  std::atomic<int64_t> held_bytes_{0}, arena_bytes_{0}, in_forward_bytes_{0}, peak_bytes_{0};
 };
 
 }  // namespace
