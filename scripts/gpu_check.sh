@@ -13,7 +13,8 @@
 #   3. cuda_host_tests on that machine, without the host-only parity runs CI already makes
 #      (minutes of FP64 on one core) -> OUT/cuda_host_tests.{log,json};
 #   4. `mogserve detect --device cuda` on a real photo with the SSD in fp16: the faces found, the
-#      device and the loaded cuDNN/cuBLASLt versions -> OUT/detect.{json,log};
+#      device and the loaded cuDNN/cuBLASLt versions -> OUT/detect.{json,log}; `eval compare`
+#      of the SSD in fp32 / fp16 / bf16 on tests/data/photos -> OUT/eval_compare.{md,json};
 #   5. benchmarks (bench engine, median of the timed passes, copies included):
 #      R101 640² fp16 and bf16 at batch 1/8/16/32 with PyTorch eager fp16/bf16 channels-last on
 #      the same GPU (tests/reference/bench_reference.py --device cuda), tf32 at 8/32, fp32 at 8;
@@ -136,6 +137,17 @@ fi
 if grep -q 'is loaded, older than cuDNN' "$OUT/detect.log"; then
   record cudnn WARN "$(grep -m1 -o 'cuDNN [0-9.]* is loaded, older than cuDNN [0-9.]*' \
     "$OUT/detect.log" || true)"
+fi
+
+# 4b. What reduced precision changes on real photos: the SSD in fp32, fp16, bf16.
+with_libs timeout -k 10 90 "$BUNDLE/bin/mogserve" eval compare --device cuda -q \
+  --model-dir "$BUNDLE/models/ssd_mobilenetv1" --precision fp32,fp16,bf16 \
+  --json "$OUT/eval_compare.json" "$ROOT/tests/data/photos" >"$OUT/eval_compare.md" 2>&1
+rc=$?
+if [ $rc -eq 0 ]; then
+  record "eval compare" ok "OUT/eval_compare.md"
+else
+  record "eval compare" FAIL "exit $rc: $(tail -n 1 "$OUT/eval_compare.md" || true)"
 fi
 
 # 5. Benchmarks.
