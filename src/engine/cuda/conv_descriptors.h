@@ -1,9 +1,10 @@
 // One convolution op of a LayerPlan as cuDNN sees it (the legacy API): NHWC activations with
 // DeviceChannels() channels, a KRSC filter (device_weights.h), FP32 accumulation, the math type
-// of the precision (fp32: CUDNN_FMA_MATH, so TF32 stays off; tf32: tensor ops with conversion;
-// fp16/bf16: tensor ops), and the fused epilogue (bias, optional residual z, ReLU or identity;
-// ReLU6 = ReLU + a clamp kernel; NaN propagated). Descriptors need no GPU: they are built and
-// checked on any machine with cuDNN installed. Includes cuDNN's header: src/engine/cuda/ only.
+// of the precision (fp32: CUDNN_FMA_MATH, so TF32 stays off; tf32: CUDNN_DEFAULT_MATH, TF32
+// tensor ops; fp16/bf16: tensor ops), and the fused epilogue (bias, optional residual z, ReLU
+// or identity; ReLU6 = ReLU + a clamp kernel; NaN not propagated, as the fused call wants).
+// Descriptors need no GPU: they are built and checked on any machine with cuDNN installed.
+// Includes cuDNN's header: src/engine/cuda/ only.
 #pragma once
 
 #include <cudnn.h>

@@ -38,6 +38,7 @@ class DeviceBuffer {
   // lost). *grew tells the caller that addresses changed (captured graphs hold them).
   Status Reserve(int64_t bytes, bool pinned, bool* grew) {
     if (bytes <= bytes_) return Status::Ok();
+    *grew = true;  // before the free: even a failed allocation has moved the address
     Free();
     void* p = nullptr;
     const int64_t rounded = AlignArenaBytes(bytes);
@@ -47,7 +48,6 @@ class DeviceBuffer {
     ptr_ = p;
     bytes_ = rounded;
     pinned_ = pinned;
-    *grew = true;
     return Status::Ok();
   }
   void Free() {
@@ -128,10 +128,12 @@ struct ConvChoice {
   bool fused = true;
 };
 
-// Whether an algorithm's math type may serve `precision`: FP32 stays FP32 (no TF32 tensor ops).
+// Whether an algorithm's math type may serve `precision`: FP32 stays FP32 (no TF32 tensor
+// ops); no precision takes ALLOW_CONVERSION, whose engines may round FP32 inputs down to FP16
+// (range and precision TF32 does not lose).
 bool MathAllowed(cudnnMathType_t math, Precision precision) {
   if (precision == Precision::kFp32) return math == CUDNN_FMA_MATH;
-  return true;
+  return math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
 std::string GeometryKey(const ConvGeometry& g, StorageType type, Precision precision) {
@@ -234,6 +236,7 @@ class CudaEngine final : public Engine {
     if (!batch.geometry.empty() && static_cast<int>(batch.geometry.size()) != n) {
       return InvalidArgument("geometry must have one entry per canvas");
     }
+    std::lock_guard<std::mutex> running(run_mu_);
     MOGSERVE_RETURN_IF_ERROR(CudaCall(cudaSetDevice(device_), "cudaSetDevice"));
     const int rows = std::max(n, batch.padded_batch_size);
     MOGSERVE_ASSIGN_OR_RETURN(Prepared * p, PrepareFor(batch.height, batch.width, rows));
@@ -272,7 +275,12 @@ class CudaEngine final : public Engine {
   void ResetPeakMemory() override { peak_bytes_ = held_bytes_ + in_forward_bytes_; }
 
   // Frees the arena and every graph (they hold its addresses); the next pass allocates again.
+  // Called from another thread when the pipeline looks idle: a pass that started meanwhile
+  // wins, and nothing is released this time.
   int64_t ReleaseCachedMemory() override {
+    std::unique_lock<std::mutex> running(run_mu_, std::try_to_lock);
+    if (!running.owns_lock()) return 0;
+    if (cudaSetDevice(device_) != cudaSuccess) return 0;
     const int64_t released = arena_.size();
     DropGraphs();
     arena_.Free();
@@ -344,7 +352,8 @@ class CudaEngine final : public Engine {
             !MathAllowed(perf[k].mathType, options_.precision)) {
           continue;
         }
-        p.choices[i] = {perf[k].algo, perf[k].mathType, static_cast<int64_t>(perf[k].memory), true};
+        p.choices[i] = {perf[k].algo, perf[k].mathType, static_cast<int64_t>(perf[k].memory),
+                        p.choices[i].fused};
         algorithms_->Replace(p.conv_keys[i], p.choices[i]);
         MOGSERVE_RETURN_IF_ERROR(
             CudnnCall(cudnnSetConvolutionMathType(d.conv(), p.choices[i].math),
@@ -436,26 +445,29 @@ class CudaEngine final : public Engine {
     for (const ConvChoice& c : p.choices) workspace = std::max(workspace, c.workspace_bytes);
     const int64_t norm_rows = int64_t{prog.batch} * prog.max_norm_groups;
     bool grew = false;
-    MOGSERVE_RETURN_IF_ERROR(arena_.Reserve(prog.arena.total_bytes, false, &grew));
-    MOGSERVE_RETURN_IF_ERROR(workspace_.Reserve(std::max<int64_t>(workspace, 1), false, &grew));
-    MOGSERVE_RETURN_IF_ERROR(norm_workspace_.Reserve(
-        std::max<int64_t>(GroupNormWorkspaceBytes(prog.batch, prog.max_norm_groups), 1), false,
-        &grew));
-    MOGSERVE_RETURN_IF_ERROR(norm_stats_.Reserve(
-        std::max<int64_t>(norm_rows * 2 * static_cast<int64_t>(sizeof(float)), 1), false, &grew));
-    MOGSERVE_RETURN_IF_ERROR(canvases_.Reserve(prog.canvas_bytes(), false, &grew));
-    MOGSERVE_RETURN_IF_ERROR(sizes_.Reserve(SizesBytes(prog), false, &grew));
-    MOGSERVE_RETURN_IF_ERROR(conf_.Reserve(prog.conf_floats() * 4, false, &grew));
-    MOGSERVE_RETURN_IF_ERROR(loc_.Reserve(prog.loc_floats() * 4, false, &grew));
-    MOGSERVE_RETURN_IF_ERROR(staging_in_.Reserve(prog.canvas_bytes() + SizesBytes(prog), true, &grew));
-    MOGSERVE_RETURN_IF_ERROR(
-        staging_out_.Reserve((prog.conf_floats() + prog.loc_floats()) * 4, true, &grew));
-    if (grew) DropGraphs();
+    const int64_t reserve[][2] = {
+        {prog.arena.total_bytes, 0},
+        {std::max<int64_t>(workspace, 1), 0},
+        {std::max<int64_t>(GroupNormWorkspaceBytes(prog.batch, prog.max_norm_groups), 1), 0},
+        {std::max<int64_t>(norm_rows * 2 * static_cast<int64_t>(sizeof(float)), 1), 0},
+        {prog.canvas_bytes(), 0},
+        {SizesBytes(prog), 0},
+        {prog.conf_floats() * 4, 0},
+        {prog.loc_floats() * 4, 0},
+        {prog.canvas_bytes() + SizesBytes(prog), 1},
+        {(prog.conf_floats() + prog.loc_floats()) * 4, 1}};
+    DeviceBuffer* buffers[] = {&arena_,    &workspace_, &norm_workspace_, &norm_stats_,
+                               &canvases_, &sizes_,     &conf_,           &loc_,
+                               &staging_in_, &staging_out_};
+    Status st;
+    for (size_t k = 0; k < std::size(buffers) && st.ok(); ++k) {
+      st = buffers[k]->Reserve(reserve[k][0], reserve[k][1] != 0, &grew);
+    }
+    if (grew) DropGraphs();  // also after a failure: a buffer may be gone
     held_bytes_ = PersistentBytes();
     arena_bytes_ = arena_.size();
-    return Status::Ok();
+    return st;
   }
-
   static int64_t SizesBytes(const Program& prog) {
     return int64_t{prog.batch} * 2 * static_cast<int64_t>(sizeof(int));
   }
@@ -464,6 +476,7 @@ class CudaEngine final : public Engine {
     for (auto& [key, p] : prepared_) {
       if (p.graph != nullptr) cudaGraphExecDestroy(p.graph);
       p.graph = nullptr;
+      p.graph_failed = false;  // new buffers: worth another try
       p.eager_runs = 0;
     }
   }
@@ -477,12 +490,13 @@ class CudaEngine final : public Engine {
     for (int i = 0; i < rows; ++i) {
       std::memcpy(dst + i * canvas_bytes, batch.canvases[std::min(i, n - 1)], canvas_bytes);
     }
-    int* sizes = reinterpret_cast<int*>(dst + rows * canvas_bytes);
+    uint8_t* sizes = dst + rows * canvas_bytes;  // not int-aligned for every canvas size
     for (int i = 0; i < rows; ++i) {
       const int g = std::min(i, n - 1);
       const bool whole = batch.geometry.empty();
-      sizes[2 * i] = whole ? batch.width : batch.geometry[g].content_width;
-      sizes[2 * i + 1] = whole ? batch.height : batch.geometry[g].content_height;
+      const int size[2] = {whole ? batch.width : batch.geometry[g].content_width,
+                           whole ? batch.height : batch.geometry[g].content_height};
+      std::memcpy(sizes + i * sizeof(size), size, sizeof(size));
     }
   }
 
@@ -597,7 +611,9 @@ class CudaEngine final : public Engine {
 
   // cuDNN's fused call; where it refuses the case at run time (a data type or epilogue its
   // kernels lack), the plain convolution and the bias-activation kernel from then on, for every
-  // instance (the choice is shared).
+  // instance (the choice is shared). The fallback stores the convolution in the storage type
+  // before adding the bias: one rounding more than the fused call (FP16: a pre-bias value past
+  // 65504 becomes Inf), which the GPU parity bounds then include.
   Status Conv(Prepared& p, size_t index, bool capturing) {
     const Step& s = p.program.steps[index];
     const ConvDescriptors& d = *p.convs[index];
@@ -610,12 +626,17 @@ class CudaEngine final : public Engine {
           cudnn_, &one, d.x(), At(s.in), d.w(), weights_->conv_weight(s.def), d.conv(), c.algo,
           workspace_.get(), static_cast<size_t>(workspace_.size()), &alpha2, d.y(), z, d.bias(),
           weights_->conv_bias(s.def), d.activation(), d.y(), y);
-      if (st != CUDNN_STATUS_NOT_SUPPORTED || capturing) {
+      // cuDNN 9 splits "not supported" into sub-codes (…_SHAPE, _DATA_TYPE, _LAYOUT, …), and
+      // BAD_PARAM is how older kernels refuse an epilogue: either means "not this way".
+      const bool refused = CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_NOT_SUPPORTED ||
+                           CUDNN_STATUS_CATEGORY(st) == CUDNN_STATUS_BAD_PARAM;
+      if (st == CUDNN_STATUS_SUCCESS || !refused || capturing) {
         return CudnnCall(st, "cudnnConvolutionBiasActivationForward");
       }
-      spdlog::info("cuDNN's fused conv-bias-activation refuses {} ({}); using the convolution "
-                   "and a bias-activation kernel",
-                   model_->network()->ops()[s.op].name, p.conv_keys[index]);
+      spdlog::info("cuDNN's fused conv-bias-activation refuses {} ({}: {}); using the "
+                   "convolution and a bias-activation kernel",
+                   model_->network()->ops()[s.op].name, cudnnGetErrorString(st),
+                   p.conv_keys[index]);
       c.fused = false;
       algorithms_->Replace(p.conv_keys[index], c);
     }
@@ -658,6 +679,7 @@ class CudaEngine final : public Engine {
   std::map<Key, Prepared> prepared_;
   uint64_t uses_ = 0;
   std::atomic<int64_t> held_bytes_{0}, arena_bytes_{0}, in_forward_bytes_{0}, peak_bytes_{0};
+  std::mutex run_mu_;  // a pass, or ReleaseCachedMemory: never both
 };
 
 }  // namespace
