@@ -67,6 +67,15 @@ void AddServeFlags(CLI::App& app, ServeFlags& f) {
        "(default: none)")
       ->check(CLI::ExistingFile);
   Flag(app, "--cors-origin", f.cors_origin, "Allow this browser origin (CORS); off by default");
+  Flag(app, "--model-name", f.model_name,
+       "The model's name in the Open Inference Protocol's /v2/models/{name} (default: "
+       "ssd-mobilenetv1 or mogface)")
+      ->check([](const std::string& v) {
+        const bool ok = !v.empty() && v.size() <= 128 &&
+                        v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789._-") == std::string::npos;
+        return ok ? std::string() : "a name of 1 to 128 letters, digits, '.', '_' or '-'";
+      });
   Flag(app, "--max-body-bytes", f.max_body_bytes, "Largest request body (413 beyond)")
       ->check(CLI::Range(int64_t{1024}, int64_t{1} << 34));
   Flag(app, "--max-body-bytes-in-flight", f.max_body_bytes_in_flight,
@@ -161,6 +170,7 @@ StatusOr<server::ServerOptions> ToServerOptions(const ServeFlags& flags) {
     }
   }
   o.cors_origin = flags.cors_origin;
+  o.model_name = flags.model_name;
   o.limits.max_images = flags.max_images;
   o.http.max_body_bytes = flags.max_body_bytes;
   o.http.max_body_bytes_in_flight = flags.max_body_bytes_in_flight;

@@ -172,14 +172,10 @@ class DepthLimitedSax : public nlohmann::json_sax<nlohmann::json> {
 std::optional<HttpError> ParseJsonBody(std::string_view body, const RequestLimits& limits,
                                        DetectRequest& r) {
   nlohmann::json doc;
-  DepthLimitedSax sax(&doc, limits.max_json_depth);
-  const bool parsed = nlohmann::json::sax_parse(body, &sax);
-  if (sax.too_deep()) {
-    return Error(400, "json_too_deep",
-                 "the JSON body nests deeper than " + std::to_string(limits.max_json_depth) +
-                     " levels (the limit, max_json_depth); send {\"image\": \"<base64>\"}");
+  if (auto e = ParseJsonLimited(body, limits.max_json_depth, &doc)) {
+    if (e->code == "json_too_deep") e->message += "; send {\"image\": \"<base64>\"}";
+    return e;
   }
-  if (!parsed) return Error(400, "bad_request", "the body is not valid JSON");
   if (!doc.is_object()) return Error(400, "bad_request", "the JSON body must be an object");
   auto add_base64 = [&](const nlohmann::json& value, const std::string& field) {
     if (!value.is_string()) {
@@ -210,6 +206,19 @@ std::optional<HttpError> ParseJsonBody(std::string_view body, const RequestLimit
 }
 
 }  // namespace
+
+std::optional<HttpError> ParseJsonLimited(std::string_view body, int max_depth,
+                                          nlohmann::json* doc) {
+  DepthLimitedSax sax(doc, max_depth);
+  const bool parsed = nlohmann::json::sax_parse(body, &sax);
+  if (sax.too_deep()) {
+    return Error(400, "json_too_deep",
+                 "the JSON body nests deeper than " + std::to_string(max_depth) +
+                     " levels (the limit, max_json_depth)");
+  }
+  if (!parsed) return Error(400, "bad_request", "the body is not valid JSON");
+  return std::nullopt;
+}
 
 std::optional<std::string> DecodeBase64(std::string_view text) {
   if (text.rfind("data:", 0) == 0) {

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "scheduler/request.h"
 #include "server/http_error.h"
 
@@ -65,6 +67,11 @@ struct ParsedDetectRequest {
 ParsedDetectRequest ParseDetectRequest(std::string_view content_type, std::string body,
                                        const std::multimap<std::string, std::string>& query,
                                        const RequestLimits& limits);
+
+// Parses `body` into `doc`, refusing nesting deeper than max_depth while reading (so nothing
+// later recurses deeply on client data): 400 json_too_deep or bad_request (not JSON).
+std::optional<HttpError> ParseJsonLimited(std::string_view body, int max_depth,
+                                          nlohmann::json* doc);
 
 // Standard base64 (RFC 4648) with optional padding and ASCII whitespace; also accepts a
 // "data:<type>;base64," prefix. nullopt when a character is outside the alphabet.

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <variant>
 
 #include "common/process_memory.h"
@@ -12,6 +13,7 @@
 #include "server/detect_call.h"
 #include "server/detect_websocket.h"
 #include "server/http/listener.h"
+#include "server/oip.h"
 #include "server/result_json.h"
 #include "server/web_ui.h"
 
@@ -59,7 +61,15 @@ enum class Route {
   kModels,
   kStats,
   kEvents,
-  kWebUi
+  kWebUi,
+  // The Open Inference Protocol (oip.h): /v2, /v2/health/{live,ready},
+  // /v2/models/{name}[/versions/1][/ready|/infer].
+  kV2Server,
+  kV2Live,
+  kV2Ready,
+  kV2Model,
+  kV2ModelReady,
+  kV2Infer,
 };
 struct RouteEntry {
   const char* path;
@@ -78,9 +88,58 @@ constexpr RouteEntry kRoutes[] = {
     {"/", Route::kWebUi, "GET"},
 };
 
+// The /v2 routes; their `path` is the metrics label (the model name stays out of labels).
+constexpr RouteEntry kV2Routes[] = {
+    {"/v2/meta", Route::kV2Server, "GET"},       {"/v2/health", Route::kV2Live, "GET"},
+    {"/v2/health", Route::kV2Ready, "GET"},     {"/v2/meta", Route::kV2Model, "GET"},
+    {"/v2/health", Route::kV2ModelReady, "GET"}, {"/v2/infer", Route::kV2Infer, "POST"},
+};
+
+// A /v2 path taken apart: the route, and for model routes the name and version asked for.
+struct V2Path {
+  Route route;
+  std::string model;
+  std::string version;  // "" when the path names none
+};
+std::optional<V2Path> ParseV2Path(std::string_view path) {
+  if (path == "/v2") return V2Path{Route::kV2Server, "", ""};
+  if (path == "/v2/health/live") return V2Path{Route::kV2Live, "", ""};
+  if (path == "/v2/health/ready") return V2Path{Route::kV2Ready, "", ""};
+  constexpr std::string_view kModels = "/v2/models/";
+  if (path.rfind(kModels, 0) != 0) return std::nullopt;
+  path.remove_prefix(kModels.size());
+  std::vector<std::string_view> parts;
+  while (!path.empty()) {
+    const size_t slash = path.find('/');
+    parts.push_back(path.substr(0, slash));
+    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
+  }
+  if (parts.empty() || parts[0].empty()) return std::nullopt;
+  V2Path v{Route::kV2Model, std::string(parts[0]), ""};
+  size_t next = 1;
+  if (parts.size() > 2 && parts[1] == "versions") {
+    v.version = std::string(parts[2]);
+    next = 3;
+  }
+  if (parts.size() == next) return v;
+  if (parts.size() != next + 1) return std::nullopt;
+  if (parts[next] == "ready") v.route = Route::kV2ModelReady;
+  else if (parts[next] == "infer") v.route = Route::kV2Infer;
+  else return std::nullopt;
+  return v;
+}
+
 const RouteEntry* FindRoute(std::string_view path) {
   for (const RouteEntry& e : kRoutes) {
     if (path == e.path) return &e;
+  }
+  if (path == "/v2" || path.rfind("/v2/", 0) == 0) {
+    const std::optional<V2Path> v = ParseV2Path(path);
+    if (!v) return nullptr;
+    for (const RouteEntry& e : kV2Routes) {
+      if (e.route == v->route) return &e;
+    }
+    return nullptr;
   }
   static constexpr RouteEntry kUi = {"/ui", Route::kWebUi, "GET"};
   if (path == "/ui" || path.rfind("/ui/", 0) == 0) return &kUi;
@@ -141,54 +200,56 @@ std::variant<std::chrono::milliseconds, HttpError> ParseEventsInterval(
   return interval;
 }
 
-// The results of one HTTP request's images, answered when the last one ends.
-class DetectAnswer : public std::enable_shared_from_this<DetectAnswer> {
+// The results of one HTTP request's images; `answer` makes the response once the last one ends.
+class PendingAnswer : public std::enable_shared_from_this<PendingAnswer> {
  public:
+  using Answer = std::function<HttpResponse(const std::vector<pipeline::RequestResult>&)>;
   // `body` holds the request's bytes in the in-flight budget until the answer.
-  DetectAnswer(DetectRequest request, http::BodyLease body, http::Responder respond)
-      : request_(std::move(request)),
-        body_(std::move(body)),
+  PendingAnswer(size_t images, http::BodyLease body, http::Responder respond, Answer answer)
+      : body_(std::move(body)),
         respond_(std::move(respond)),
-        results_(request_.images.size()),
-        pending_(request_.images.size()) {}
+        answer_(std::move(answer)),
+        results_(images),
+        pending_(images) {}
 
   pipeline::ResultCallback Slot(size_t i) {
     return [self = shared_from_this(), i](pipeline::RequestResult r) {
       self->results_[i] = std::move(r);
-      if (self->pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) self->Answer();
+      if (self->pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        self->respond_(self->answer_(self->results_));
+      }
     };
   }
 
  private:
-  nlohmann::json BodyOf(const pipeline::RequestResult& r) const {
-    return ResultBody(r, request_.params.modelscope_format);
-  }
-
-  void Answer() {
-    if (!request_.many) {
-      const auto [status, code] = HttpStatusOf(results_[0]);
-      HttpResponse r = JsonResponse(BodyOf(results_[0]), status);
-      if (status == 503) r.SetHeader("Retry-After", "1");
-      return respond_(std::move(r));
-    }
-    // Several images: 200 with one entry per image, in order; each failed one carries its own
-    // error (and "status", the code it would have had alone).
-    nlohmann::json list = nlohmann::json::array();
-    for (size_t i = 0; i < results_.size(); ++i) {
-      nlohmann::json entry = BodyOf(results_[i]);
-      entry["name"] = request_.images[i].name;
-      entry["status"] = HttpStatusOf(results_[i]).first;
-      list.push_back(std::move(entry));
-    }
-    respond_(JsonResponse({{"results", list}}));
-  }
-
-  DetectRequest request_;  // the images' bytes are moved out when submitted
   http::BodyLease body_;
   http::Responder respond_;
+  Answer answer_;
   std::vector<pipeline::RequestResult> results_;
   std::atomic<size_t> pending_;
 };
+
+// POST /v1/detect's answer: one image → its result (or error) with its status; several → 200
+// with one entry per image, in order, each failed one carrying its own error (and "status", the
+// code it would have had alone).
+HttpResponse DetectResponse(const DetectRequest& request,
+                            const std::vector<pipeline::RequestResult>& results) {
+  const bool modelscope = request.params.modelscope_format;
+  if (!request.many) {
+    const auto [status, code] = HttpStatusOf(results[0]);
+    HttpResponse r = JsonResponse(ResultBody(results[0], modelscope), status);
+    if (status == 503) r.SetHeader("Retry-After", "1");
+    return r;
+  }
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t i = 0; i < results.size(); ++i) {
+    nlohmann::json entry = ResultBody(results[i], modelscope);
+    entry["name"] = request.images[i].name;
+    entry["status"] = HttpStatusOf(results[i]).first;
+    list.push_back(std::move(entry));
+  }
+  return JsonResponse({{"results", list}});
+}
 
 }  // namespace
 
@@ -251,27 +312,34 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
     r.SetHeader("Access-Control-Max-Age", "600");
     return r;
   }
+  // /v2 answers in the Open Inference Protocol's error shape, /v1 and the rest in ours.
+  const bool v2 = head.path == "/v2" || head.path.rfind("/v2/", 0) == 0;
+  auto refuse = [v2](int status, const char* code, std::string message) {
+    return v2 ? oip::ErrorResponse({status, code, std::move(message)})
+              : http::JsonError(status, code, message);
+  };
   const RouteEntry* route = FindRoute(head.path);
-  if (route == nullptr) {
-    return http::JsonError(404, "not_found", "no route " + head.method + " " + head.path);
-  }
+  if (route == nullptr) return refuse(404, "not_found", "no route " + head.method + " " + head.path);
   if (!MethodAllowed(*route, head.method)) {
     const bool get = std::string_view(route->method) == "GET";
-    HttpResponse r = http::JsonError(
+    HttpResponse r = refuse(
         405, "method_not_allowed",
         head.path + " answers " + (get ? "GET and HEAD" : route->method) + ", not " + head.method);
     r.SetHeader("Allow", get ? "GET, HEAD" : route->method);
     return r;
   }
-  if (!options_.api_key.empty() && head.path.rfind("/v1/", 0) == 0 && !Authorized(head)) {
+  const bool needs_key = head.path.rfind("/v1/", 0) == 0 ||
+                         (v2 && head.path.rfind("/v2/health/", 0) != 0);
+  if (!options_.api_key.empty() && needs_key && !Authorized(head)) {
     HttpResponse r =
-        http::JsonError(401, "unauthorized",
-                        head.HasHeader("Authorization")
-                            ? "the API key is not valid (send 'Authorization: Bearer <key>')"
-                            : "this server needs an API key: send 'Authorization: Bearer <key>'");
+        refuse(401, "unauthorized",
+               head.HasHeader("Authorization")
+                   ? "the API key is not valid (send 'Authorization: Bearer <key>')"
+                   : "this server needs an API key: send 'Authorization: Bearer <key>'");
     r.SetHeader("WWW-Authenticate", "Bearer");
     return r;
   }
+  if (v2) return ScreenV2(head, static_cast<int>(route->route));
   if (route->route == Route::kDetect) {
     if (!ready()) return NotReady();
     if (auto e = CheckDetectContentType(head.Header("Content-Type"))) return Error(*e);
@@ -294,6 +362,32 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
     if (auto* e = std::get_if<HttpError>(&query)) return Error(*e);
   }
   return std::nullopt;
+}
+
+std::optional<HttpResponse> HttpServer::ScreenV2(const HttpRequest& head, int route_value) {
+  const auto route = static_cast<Route>(route_value);
+  const V2Path v = *ParseV2Path(head.path);  // FindRoute found it
+  const bool model_route = route == Route::kV2Model || route == Route::kV2ModelReady ||
+                           route == Route::kV2Infer;
+  if (model_route && (route != Route::kV2ModelReady || ready())) {
+    if (!ready()) return oip::ErrorResponse({503, "not_ready", "the model is still loading"});
+    if (v.model != ModelName() || !(v.version.empty() || v.version == "1")) {
+      return oip::ErrorResponse(
+          {404, "model_not_found",
+           "no model '" + v.model + "'" + (v.version.empty() ? "" : " version " + v.version) +
+               " here; this server runs '" + ModelName() + "', version 1"});
+    }
+  }
+  if (route == Route::kV2Infer && head.HasHeader("Content-Encoding")) {
+    return oip::ErrorResponse({415, "unsupported_media_type",
+                               "Content-Encoding is not supported on /infer; send the body "
+                               "uncompressed"});
+  }
+  return std::nullopt;
+}
+
+std::string HttpServer::ModelName() const {
+  return options_.model_name.empty() ? model_.info.model : options_.model_name;
 }
 
 void HttpServer::Handle(HttpRequest request, http::Responder respond) {
@@ -332,6 +426,21 @@ void HttpServer::Handle(HttpRequest request, http::Responder respond) {
     }
     case Route::kWebUi:
       return respond(WebAssetResponse(request));
+    case Route::kV2Server:
+      return respond(JsonResponse(oip::ServerMetadata()));
+    case Route::kV2Live:
+      return respond(JsonResponse({{"live", true}}));
+    case Route::kV2Ready:
+    case Route::kV2ModelReady: {
+      // The protocol reads readiness from the status: any 4xx is "not ready".
+      const bool ok = ready() && !stopped_.load();
+      return respond(JsonResponse({{"ready", ok}}, ok ? 200 : 400));
+    }
+    case Route::kV2Model:
+      return respond(JsonResponse(oip::ModelMetadata(
+          ModelName(), model_.info.device == "cpu" ? "pytorch_libtorch" : "mogserve_cudnn")));
+    case Route::kV2Infer:
+      return Infer(std::move(request), respond);
   }
 }
 
@@ -390,8 +499,36 @@ void HttpServer::Detect(HttpRequest request, const http::Responder& respond) {
   }
   // The images' bytes stay counted against the in-flight budget until the answer: requests
   // still decoding hold them.
-  auto call = std::make_shared<DetectAnswer>(std::move(parsed.request),
-                                             std::move(request.body_lease), respond);
+  auto detect = std::make_shared<const DetectRequest>(std::move(parsed.request));
+  auto call = std::make_shared<PendingAnswer>(
+      submits.size(), std::move(request.body_lease), respond,
+      [detect](const std::vector<pipeline::RequestResult>& results) {
+        return DetectResponse(*detect, results);
+      });
+  for (size_t i = 0; i < submits.size(); ++i) {
+    pipeline->Submit(std::move(submits[i]), call->Slot(i));
+  }
+}
+
+void HttpServer::Infer(HttpRequest request, const http::Responder& respond) {
+  pipeline::Pipeline* pipeline = pipeline_.load();
+  if (pipeline == nullptr) return respond(NotReady());
+  auto parsed = oip::ParseInferRequest(request.Header("Inference-Header-Content-Length"),
+                                       request.body, options_.limits);
+  if (auto* e = std::get_if<HttpError>(&parsed)) return respond(oip::ErrorResponse(*e));
+  auto infer = std::make_shared<oip::InferRequest>(std::move(std::get<oip::InferRequest>(parsed)));
+  std::string().swap(request.body);  // the images are copies: the body goes now
+  if (infer->id.empty()) infer->id = std::string(request.Header("X-Request-Id"));
+  const std::string client = options_.api_key.empty() ? request.remote_addr : "key";
+  std::vector<pipeline::SubmitRequest> submits;
+  for (ImagePart& image : infer->images) {
+    submits.push_back(MakeSubmitRequest(image, infer->params, model_.defaults, client));
+  }
+  auto call = std::make_shared<PendingAnswer>(
+      submits.size(), std::move(request.body_lease), respond,
+      [infer, name = ModelName()](const std::vector<pipeline::RequestResult>& results) {
+        return oip::InferResponse(*infer, name, results);
+      });
   for (size_t i = 0; i < submits.size(); ++i) {
     pipeline->Submit(std::move(submits[i]), call->Slot(i));
   }

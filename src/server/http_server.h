@@ -11,6 +11,9 @@
 //   GET  /v1/stats    JSON for the web UI's dashboard (and connections, memory)
 //   GET  /v1/events   the same, pushed as Server-Sent Events every ?interval_ms (stats_events.h)
 //   GET  /, /ui/...   the web UI
+//   /v2/...           the Open Inference Protocol (KServe v2) REST API (oip.h): server and model
+//                     metadata, health, POST /v2/models/{name}[/versions/1]/infer (JSON and
+//                     binary tensors); API key on all but /v2/health/*; errors in its shape
 // GET routes answer HEAD too; a known path with another method gets 405 with Allow.
 //
 // Security defaults: the caller binds 127.0.0.1 unless told otherwise; with an API key, every
@@ -51,6 +54,7 @@ struct ServerOptions {
   int port = 7860;  // 0 = any free port (tests)
   std::string api_key;
   std::string cors_origin;  // "" = no CORS headers
+  std::string model_name;   // the model's name on /v2 ("" = the engine's: ssd-mobilenetv1, mogface)
   RequestLimits limits;     // what one detect request may carry
   http::HttpLimits http;    // connections, headers, bodies, deadlines
   int io_threads = 2;       // event-loop threads of the HTTP layer
@@ -101,6 +105,12 @@ class HttpServer : private http::HttpHandler {
   void OnExchange(const http::ExchangeRecord& record) override;
 
   void Detect(http::HttpRequest request, const http::Responder& respond);
+  void Infer(http::HttpRequest request, const http::Responder& respond);  // POST /v2/.../infer
+  // The /v2 checks of Screen after the route, method and API key (the model name, readiness,
+  // Content-Encoding); `route` is the route table's value.
+  std::optional<http::HttpResponse> ScreenV2(const http::HttpRequest& head, int route);
+  // What /v2 calls the model: --model-name, else the engine's model name.
+  std::string ModelName() const;
   http::HttpResponse Ready() const;
   http::HttpResponse Models() const;
   nlohmann::json StatsJson();

@@ -1,7 +1,8 @@
 // libFuzzer target over the path an untrusted HTTP request takes before it reaches the model:
 // the HTTP/1.1 request parser (server/http/request_parser.h: framing, limits, chunked bodies),
-// then POST /v1/detect parsing (content type, multipart, JSON, base64, options), then decoding
-// each image (JPEG / PNG / WebP, EXIF) and placing it into a canvas. Built with clang under ASan
+// then POST /v1/detect parsing (content type, multipart, JSON, base64, options) and, on the same
+// body, the Open Inference Protocol's /infer parsing (server/oip.h: JSON and binary tensors,
+// with the Inference-Header-Content-Length header), then decoding each image (JPEG / PNG / WebP, EXIF) and placing it into a canvas. Built with clang under ASan
 // and UBSan by scripts/test.sh (MOGSERVE_FUZZ=ON), seeded from tests/fuzz/make_seed_corpus.cpp.
 //
 // Input layout: byte 0 says where to split the rest (the bytes of one HTTP request, and maybe
@@ -15,6 +16,7 @@
 #include "image/decode.h"
 #include "pipeline/shape_buckets.h"
 #include "server/detect_request.h"
+#include "server/oip.h"
 #include "server/http/request_parser.h"
 
 namespace {
@@ -62,6 +64,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   mogserve::server::http::HttpRequest& request = parser.request();
   mogserve::server::RequestLimits request_limits;
   request_limits.max_images = 4;
+  (void)mogserve::server::oip::ParseInferRequest(
+      request.Header("Inference-Header-Content-Length"), request.body, request_limits);
   const auto parsed = mogserve::server::ParseDetectRequest(
       request.Header("Content-Type"), std::move(request.body), request.query, request_limits);
   if (parsed.error) return 0;

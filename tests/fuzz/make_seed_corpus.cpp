@@ -43,6 +43,15 @@ std::string PostChunked(const std::string& type, const std::string& body) {
          "\r\n" + sizes[1] + ";ext=1\r\n" + body.substr(half) + "\r\n0\r\nTrailer: t\r\n\r\n";
 }
 
+// POST /v2/models/m/infer: a JSON body, or Triton's binary layout (JSON of `header` bytes, then
+// the tensors) when header > 0.
+std::string PostInfer(const std::string& body, size_t header = 0) {
+  return "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+         (header > 0 ? "Inference-Header-Content-Length: " + std::to_string(header) + "\r\n"
+                     : std::string()) +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
 std::string Base64(const std::string& in) {
   static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
@@ -91,6 +100,17 @@ int main(int argc, char** argv) {
     Write(out, PostChunked("image/jpeg", j));
     Write(out, Post("multipart/form-data; boundary=b", Multipart(j)));
     Write(out, Post("application/json", "{\"image\":\"" + Base64(p) + "\",\"max_faces\":2}"));
+    Write(out, PostInfer("{\"id\":\"1\",\"parameters\":{\"max_faces\":2},\"inputs\":[{\"name\":"
+                         "\"IMAGE\",\"datatype\":\"BYTES\",\"shape\":[1],\"data\":[\"" +
+                         Base64(j) + "\"]}],\"outputs\":[{\"name\":\"COUNT\"}]}"));
+    const std::string element = std::string{static_cast<char>(p.size() & 0xFF),
+                                            static_cast<char>((p.size() >> 8) & 0xFF),
+                                            static_cast<char>((p.size() >> 16) & 0xFF),
+                                            static_cast<char>((p.size() >> 24) & 0xFF)} + p;
+    const std::string header = "{\"inputs\":[{\"name\":\"IMAGE\",\"datatype\":\"BYTES\",\"shape\":"
+                               "[1,1],\"parameters\":{\"binary_data_size\":" +
+                               std::to_string(element.size()) + "}}]}";
+    Write(out, PostInfer(header + element, header.size()));
     Write(out, Post("image/jpeg", j.substr(0, j.size() / 2)));  // truncated
     Write(out, Post("image/png", p.substr(0, p.size() - 20)));
     std::string flipped = j;
