@@ -462,6 +462,7 @@ std::unique_ptr<http::WebSocketHandler> HttpServer::AcceptWebSocket(
 void HttpServer::BeforeSend(const http::ExchangeRecord& record, HttpResponse& response) {
   // Counted before the write: a client that scrapes /metrics once it has its answer sees it.
   metrics_.OnHttpResponse(RouteLabel(record.path), response.status);
+  if (!record.request_id.empty()) response.SetHeader("X-Request-Id", record.request_id);
   if (!options_.cors_origin.empty()) {
     response.SetHeader("Access-Control-Allow-Origin", options_.cors_origin);
     response.SetHeader("Vary", "Origin");
@@ -478,10 +479,13 @@ void HttpServer::OnExchange(const http::ExchangeRecord& record) {
                              {"status", record.status},
                              {"bytes", record.body_bytes},
                              {"ms", std::round(ms * 100) / 100},
-                             {"delivered", record.written}}));
+                             {"delivered", record.written},
+                             {"request_id", record.request_id}}));
   } else {
-    spdlog::info("{} \"{} {}\" {} {}B {:.1f}ms{}", record.remote_addr, record.method, record.path,
-                 record.status, record.body_bytes, ms, record.written ? "" : " (client gone)");
+    spdlog::info("{} \"{} {}\" {} {}B {:.1f}ms{}{}", record.remote_addr, record.method,
+                 record.path, record.status, record.body_bytes, ms,
+                 record.written ? "" : " (client gone)",
+                 record.request_id.empty() ? "" : " id=" + record.request_id);
   }
 }
 

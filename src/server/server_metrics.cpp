@@ -40,11 +40,16 @@ ServerMetrics::ServerMetrics()
           registry_.Histogram("mogserve_batch_size", "Images per forward pass.", kBatchBuckets)),
       queue_depth_(
           registry_.Gauge("mogserve_queue_depth", "Images waiting in the scheduler's queues.")),
+      inflight_images_(registry_.Gauge(
+          "mogserve_inflight_images",
+          "Images accepted and not yet answered (decoding, queued, running, post-processing): "
+          "the load signal for autoscaling.")),
       busy_ratio_(registry_.Gauge("mogserve_engine_busy_ratio",
                                   "Fraction of the engines' time spent in forward passes since "
                                   "start.")),
       memory_(registry_.Gauge("mogserve_device_memory_bytes",
-                              "Engine memory (CPU: the caching allocator's).", {"kind"})),
+                              "Engine memory (CPU: the caching allocator's; CUDA: the GPU's).",
+                              {"kind"})),
       uptime_(registry_.Gauge("mogserve_uptime_seconds", "Seconds since the server started.")),
       connections_(registry_.Gauge("mogserve_http_connections", "Open HTTP connections.")),
       connection_events_(registry_.Counter(
@@ -96,6 +101,7 @@ void ServerMetrics::RefreshGauges(const pipeline::Pipeline* pipeline,
   if (pipeline != nullptr) {
     const pipeline::PipelineStats s = pipeline->Stats();
     queue_depth_.Set({}, static_cast<double>(s.queue.total.requests));
+    inflight_images_.Set({}, static_cast<double>(s.submitted - s.ended()));
     busy_ratio_.Set({}, s.busy_ratio());
   }
   if (!engines.empty()) {

@@ -57,6 +57,7 @@ class ServerMetrics : public pipeline::PipelineObserver {
   MetricFamily& inference_duration_;
   MetricFamily& batch_size_;
   MetricFamily& queue_depth_;
+  MetricFamily& inflight_images_;
   MetricFamily& busy_ratio_;
   MetricFamily& memory_;
   MetricFamily& uptime_;

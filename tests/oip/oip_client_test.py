@@ -207,11 +207,18 @@ def main() -> int:
         doc = infer_json(photos[:1], outputs=[{"name": "COUNT"}],
                          parameters={"score_threshold": 0.999})
         del doc["id"]
-        status, _, body = c.request("POST", "/v2/models/faces/infer", json.dumps(doc).encode(),
-                                    {"X-Request-Id": "trace-42"})
+        status, hdrs, body = c.request("POST", "/v2/models/faces/infer",
+                                       json.dumps(doc).encode(), {"X-Request-Id": "trace-42"})
         out = json.loads(body)
         check(status == 200 and [o["name"] for o in out["outputs"]] == ["COUNT"] and
               out.get("id") == "trace-42", f"outputs filter / request id: {out}")
+        check(hdrs.get("x-request-id") == "trace-42", f"X-Request-Id echoed: {hdrs}")
+        # Metrics: the /v2 route labels and the in-flight gauge (0 now: everything answered).
+        status, _, text = c.request("GET", "/metrics", key=False)
+        text = text.decode()
+        check('route="/v2/infer"' in text and 'route="/v2/health"' in text,
+              "the /v2 routes are labelled in /metrics")
+        check("\nmogserve_inflight_images 0" in text, "mogserve_inflight_images is 0 when idle")
         check(out["outputs"][0]["data"][0] <= references[0][2].__len__(), "threshold applied")
 
         # Refusals: status and code.

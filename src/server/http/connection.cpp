@@ -1,5 +1,6 @@
 #include "server/http/connection.h"
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -199,6 +200,13 @@ void Connection::OnHeader(error_code ec) {
   head.remote_addr = remote_addr_;
   head.started = started_;
   record_ = {head.method, head.path, remote_addr_};
+  // A balancer's or client's trace id, echoed and logged; anything else is not repeated back.
+  const std::string_view id = head.Header("X-Request-Id");
+  if (id.size() <= 128 && std::all_of(id.begin(), id.end(), [](char c) {
+        return c > ' ' && c < 127;
+      })) {
+    record_.request_id = std::string(id);
+  }
   keep_alive_ = WantsKeepAlive(head);
   request_version_ = head.version;
   if (std::optional<HttpResponse> refusal = context_->handler->Screen(head)) {

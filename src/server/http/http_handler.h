@@ -55,6 +55,7 @@ struct ExchangeRecord {
   size_t body_bytes = 0;
   std::chrono::steady_clock::duration duration{};  // first request byte to response written
   bool written = true;                             // false: the client was gone first
+  std::string request_id = {};  // the request's X-Request-Id (printable, <= 128 bytes), else ""
 };
 
 // The server side of one WebSocket, as the application sees it. Thread-safe; every call is
