@@ -21,6 +21,7 @@ CommandRunner RegisterDetectCommand(CLI::App& app);
 CommandRunner RegisterBenchCommand(CLI::App& app);
 CommandRunner RegisterServeCommand(CLI::App& app);
 CommandRunner RegisterEvalCommand(CLI::App& app);
+CommandRunner RegisterProbeCommand(CLI::App& app);
 // `bench serve`, added to the `bench` command by RegisterBenchCommand.
 CommandRunner RegisterBenchServeCommand(CLI::App& bench);
 // `bench report`, added to the `bench` command by RegisterBenchCommand.

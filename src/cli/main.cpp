@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
       mogserve::cli::RegisterBenchCommand);
   add("eval", "Accuracy: WIDER FACE AP (official protocol), FP32 vs BF16/FP16",
       mogserve::cli::RegisterEvalCommand);
+  add("probe", "HTTP health check: GET a URL, exit 0 only for 200 (for containers without curl)",
+      mogserve::cli::RegisterProbeCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

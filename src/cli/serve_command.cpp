@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cmath>
 #include <future>
 #include <iostream>
 #include <thread>
@@ -122,8 +123,20 @@ int RunServe(const ServeFlags& flags) {
   spdlog::info("ready: open {} in a browser, or POST images to {}v1/detect", url, url);
 
   const int signal_number = WaitForShutdownSignal(signals, pipeline);
-  spdlog::info("{}: stopping; answering the requests already accepted (up to {} s)",
-               signal_number == SIGINT ? "SIGINT" : "SIGTERM", flags.drain_timeout_s);
+  const char* signal_name = signal_number == SIGINT ? "SIGINT" : "SIGTERM";
+  if (flags.shutdown_delay_s > 0) {
+    // Readiness goes false first; balancers and Kubernetes take a while to stop sending, and
+    // until then requests are served as usual. A second signal ends the wait.
+    http.BeginDrain();
+    spdlog::info("{}: not ready; serving {} s more before closing the listener", signal_name,
+                 flags.shutdown_delay_s);
+    const double whole = std::floor(flags.shutdown_delay_s);
+    const timespec delay{static_cast<time_t>(whole),
+                         static_cast<long>((flags.shutdown_delay_s - whole) * 1e9)};
+    sigtimedwait(&signals, nullptr, &delay);
+  }
+  spdlog::info("{}: stopping; answering the requests already accepted (up to {} s)", signal_name,
+               flags.drain_timeout_s);
   http.Stop();
   // If draining takes too long, the queued requests end as cancelled (503) so every accepted
   // request still gets an answer.

@@ -103,6 +103,10 @@ void AddServeFlags(CLI::App& app, ServeFlags& f) {
       ->check(CLI::Range(0.1, 3600.0));
   Flag(app, "--access-log", f.access_log, "text, json or off")
       ->check(CLI::IsMember({"text", "json", "off"}));
+  Flag(app, "--shutdown-delay", f.shutdown_delay_s,
+       "Seconds between SIGTERM and closing the listener: readiness turns false at once, "
+       "requests are still served (for a balancer or Kubernetes to stop sending)")
+      ->check(CLI::Range(0.0, 3600.0));
   Flag(app, "--drain-timeout", f.drain_timeout_s,
        "Seconds to finish accepted requests after SIGINT/SIGTERM before cancelling the rest")
       ->check(CLI::Range(0.0, 3600.0));

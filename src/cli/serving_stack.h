@@ -38,6 +38,7 @@ struct ServeFlags {
   double idle_timeout_s = 10;
   std::string access_log = "text";
   double drain_timeout_s = 30;
+  double shutdown_delay_s = 0;
   // Scheduler.
   std::string scheduler = "continuous";
   int max_batch_size = 16;

@@ -433,7 +433,7 @@ void HttpServer::Handle(HttpRequest request, http::Responder respond) {
     case Route::kV2Ready:
     case Route::kV2ModelReady: {
       // The protocol reads readiness from the status: any 4xx is "not ready".
-      const bool ok = ready() && !stopped_.load();
+      const bool ok = ready() && !stopped_.load() && !draining_.load();
       return respond(JsonResponse({{"ready", ok}}, ok ? 200 : 400));
     }
     case Route::kV2Model:
@@ -539,7 +539,9 @@ void HttpServer::Infer(HttpRequest request, const http::Responder& respond) {
 }
 
 HttpResponse HttpServer::Ready() const {
-  if (stopped_.load()) return JsonResponse({{"ready", false}, {"reason", "shutting down"}}, 503);
+  if (stopped_.load() || draining_.load()) {
+    return JsonResponse({{"ready", false}, {"reason", "shutting down"}}, 503);
+  }
   if (ready()) return JsonResponse({{"ready", true}});
   HttpResponse r =
       JsonResponse({{"ready", false}, {"reason", "loading and warming up the model"}}, 503);
@@ -588,6 +590,7 @@ nlohmann::json HttpServer::StatsJson() {
 HttpResponse HttpServer::Metrics() {
   const pipeline::Pipeline* pipeline = pipeline_.load();
   metrics_.SetHttpStats(listener_->Stats(), ReadProcessMemory());
+  metrics_.SetDraining(draining_.load() || stopped_.load());
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   r.body = metrics_.Render(pipeline, pipeline ? engines_ : std::vector<engine::Engine*>{});

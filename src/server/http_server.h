@@ -84,6 +84,9 @@ class HttpServer : private http::HttpHandler {
   // Stops accepting connections; requests already received are still answered. Thread-safe,
   // idempotent, may be called before Serve runs.
   void Stop();
+  // Readiness turns false (/readyz 503, /v2/health/ready 400) while everything else is still
+  // served: the shutdown delay before Stop. Thread-safe.
+  void BeginDrain() { draining_.store(true); }
 
   // The pipeline's observer: pass it as PipelineOptions::observer.
   ServerMetrics* metrics() { return &metrics_; }
@@ -126,6 +129,7 @@ class HttpServer : private http::HttpHandler {
   ModelDescription model_;                // same
   int64_t idle_rss_bytes_ = 0;            // same
   std::atomic<bool> stopped_{false};
+  std::atomic<bool> draining_{false};
   std::atomic<uint64_t> next_socket_id_{1};  // WebSockets, for their fairness keys
 };
 

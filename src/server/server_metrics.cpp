@@ -44,6 +44,8 @@ ServerMetrics::ServerMetrics()
           "mogserve_inflight_images",
           "Images accepted and not yet answered (decoding, queued, running, post-processing): "
           "the load signal for autoscaling.")),
+      draining_(registry_.Gauge("mogserve_draining",
+                                "1 from SIGTERM on (not ready, finishing what was accepted).")),
       busy_ratio_(registry_.Gauge("mogserve_engine_busy_ratio",
                                   "Fraction of the engines' time spent in forward passes since "
                                   "start.")),

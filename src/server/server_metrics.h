@@ -32,6 +32,7 @@ class ServerMetrics : public pipeline::PipelineObserver {
   void OnHttpResponse(const std::string& route, int status);
   // The HTTP layer's connection counters and the process's memory, before a Render.
   void SetHttpStats(const http::ListenerStats& http, const ProcessMemory& memory);
+  void SetDraining(bool draining) { draining_.Set({}, draining ? 1.0 : 0.0); }
 
   // Refreshes the gauges from snapshots, then renders every metric (GET /metrics).
   std::string Render(const pipeline::Pipeline* pipeline,
@@ -58,6 +59,7 @@ class ServerMetrics : public pipeline::PipelineObserver {
   MetricFamily& batch_size_;
   MetricFamily& queue_depth_;
   MetricFamily& inflight_images_;
+  MetricFamily& draining_;
   MetricFamily& busy_ratio_;
   MetricFamily& memory_;
   MetricFamily& uptime_;

@@ -67,7 +67,7 @@ class Client:
 def start(args, port):
     cmd = [args.mogserve, "serve", "--port", str(port), "--model-dir", args.model_dir,
            "--api-key", API_KEY, "--threads", "1", "--max-images", "8",
-           "--model-name", "faces", "--access-log", "off"]
+           "--model-name", "faces", "--access-log", "off", "--shutdown-delay", "3"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     client = Client(port)
     deadline = time.time() + 120
@@ -270,9 +270,37 @@ def main() -> int:
         # The server is still serving.
         status, _, _ = c.request("GET", "/v2/health/live", key=False)
         check(status == 200, "still alive")
-    finally:
+
+        # `mogserve probe`: exit 0 only for a 200.
+        def probe(path):
+            return subprocess.run([args.mogserve, "probe", f"http://127.0.0.1:{c.port}{path}",
+                                   "--timeout", "5"], capture_output=True).returncode
+        check(probe("/v2/health/ready") == 0, "probe of a ready server exits 0")
+        check(probe("/v2/nothing") == 1, "probe of a 404 exits 1")
+
+        # SIGTERM with --shutdown-delay 3: not ready at once, detection still served, then exit.
         proc.terminate()
+        time.sleep(0.5)
+        status, _, _ = c.request("GET", "/readyz", key=False)
+        check(status == 503, f"/readyz during the shutdown delay: {status}")
+        status, _, _ = c.request("GET", "/v2/health/ready", key=False)
+        check(status == 400, f"/v2/health/ready during the shutdown delay: {status}")
+        check(probe("/v2/health/ready") == 1, "probe during the shutdown delay exits 1")
+        status, _, _ = c.request("GET", "/v2/health/live", key=False)
+        check(status == 200, "live during the shutdown delay")
+        status, _, text = c.request("GET", "/metrics", key=False)
+        check("\nmogserve_draining 1" in text.decode(), "mogserve_draining is 1")
+        status, _, doc = c.json("POST", "/v2/models/faces/infer", infer_json(photos[:2]))
+        check(status == 200, f"infer during the shutdown delay: {status}")
+        status, _, _ = c.request("POST", "/v1/detect", photos[0],
+                                 {"Content-Type": "application/octet-stream"})
+        check(status == 200, f"/v1/detect during the shutdown delay: {status}")
         proc.wait(timeout=60)
+        check(probe("/v2/health/live") == 1, "probe of a stopped server exits 1")
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=60)
     check(proc.returncode == 0, f"mogserve exited {proc.returncode} on SIGTERM")
     print(f"{len(FAILURES)} failure(s)" if FAILURES else
           f"ok: {len(photos)} photos, {sum(len(r[2]) for r in references)} faces, /v2 = /v1")
