@@ -100,6 +100,9 @@ int RunServe(const ServeFlags& flags) {
   const std::string url = "http://" + flags.host + ":" + std::to_string(*port) + "/";
   std::thread serving([&http] { http.Serve(); });
   spdlog::info("listening on {} (not ready: warming up)", url);
+  if (http.admin_port() > 0) {
+    spdlog::info("admin (probes, metrics) on http://{}:{}/metrics", flags.host, http.admin_port());
+  }
 
   auto started = StartPipeline(flags, *loaded, http.metrics());
   if (!started.ok()) {

@@ -60,6 +60,10 @@ void AddServeFlags(CLI::App& app, ServeFlags& f) {
   }
   Flag(app, "--host", f.host, "Address to listen on (0.0.0.0: every interface)");
   Flag(app, "--port", f.port, "Port (0: any free port)")->check(CLI::Range(0, 65535));
+  Flag(app, "--admin-port", f.admin_port,
+       "Also serve /healthz, /readyz, /metrics and /v2/health/* on this port, on their own event "
+       "loop, so probes never wait behind detection (0: off)")
+      ->check(CLI::Range(0, 65535));
   Flag(app, "--api-key", f.api_key,
        "Require 'Authorization: Bearer <key>' on /v1/* (default: none, no key needed)");
   Flag(app, "--api-key-file", f.api_key_file,
@@ -175,6 +179,7 @@ StatusOr<server::ServerOptions> ToServerOptions(const ServeFlags& flags) {
   }
   o.cors_origin = flags.cors_origin;
   o.model_name = flags.model_name;
+  o.admin_port = flags.admin_port;
   o.limits.max_images = flags.max_images;
   o.http.max_body_bytes = flags.max_body_bytes;
   o.http.max_body_bytes_in_flight = flags.max_body_bytes_in_flight;

@@ -26,6 +26,7 @@ struct ServeFlags {
   std::string api_key_file;  // the key from a file: not visible in the process list
   std::string cors_origin;
   std::string model_name;  // "" = the engine's
+  int admin_port = 0;      // 0: probes and metrics on the main port only
   int64_t max_body_bytes = 64 << 20;
   int64_t max_body_bytes_in_flight = int64_t{1} << 30;
   int max_images = 32;

@@ -251,7 +251,36 @@ HttpResponse DetectResponse(const DetectRequest& request,
   return JsonResponse({{"results", list}});
 }
 
+// The routes the admin port serves: probes and metrics, answered from the event loop.
+bool IsAdminRoute(std::string_view path) {
+  return path == "/healthz" || path == "/readyz" || path == "/metrics" ||
+         path == "/v2/health/live" || path == "/v2/health/ready";
+}
+
 }  // namespace
+
+class HttpServer::AdminHandler : public http::HttpHandler {
+ public:
+  explicit AdminHandler(HttpServer* server) : server_(server) {}
+  std::optional<HttpResponse> Screen(const HttpRequest& head) override {
+    if (!IsAdminRoute(head.path)) {
+      return http::JsonError(404, "not_found",
+                             "the admin port serves /healthz, /readyz, /metrics and "
+                             "/v2/health/{live,ready} only");
+    }
+    return server_->Screen(head);
+  }
+  void Handle(HttpRequest request, http::Responder respond) override {
+    server_->Handle(std::move(request), std::move(respond));
+  }
+  void BeforeSend(const http::ExchangeRecord& record, HttpResponse& response) override {
+    server_->BeforeSend(record, response);
+  }
+  void OnExchange(const http::ExchangeRecord&) override {}  // probes stay out of the access log
+
+ private:
+  HttpServer* server_;
+};
 
 HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
   http::ListenerOptions listener;
@@ -260,6 +289,14 @@ HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
   listener.limits = options_.http;
   listener.io_threads = options_.io_threads;
   http::HttpHandler* handler = this;
+  if (options_.admin_port > 0) {
+    http::ListenerOptions admin = listener;
+    admin.port = options_.admin_port;
+    admin.io_threads = 1;
+    admin.limits.max_connections = std::min(admin.limits.max_connections, 256);
+    admin_handler_ = std::make_unique<AdminHandler>(this);
+    admin_listener_ = std::make_unique<http::Listener>(std::move(admin), admin_handler_.get());
+  }
   listener_ = std::make_unique<http::Listener>(std::move(listener), handler);
   events_ = std::make_unique<StatsEvents>([this] { return ToJsonLine(StatsJson()); });
 }
@@ -269,11 +306,23 @@ HttpServer::~HttpServer() {
 }
 
 StatusOr<int> HttpServer::Bind() {
+  if (admin_listener_) {
+    auto admin = admin_listener_->Bind();
+    if (!admin.ok()) return Status(admin.status().code(), "--admin-port: " + admin.status().message());
+    admin_port_ = *admin;
+  }
   return listener_->Bind();
 }
 
 void HttpServer::Serve() {
+  if (admin_listener_) admin_thread_ = std::thread([this] { admin_listener_->Run(); });
   listener_->Run();
+  // The probes answer through the whole drain (live, not ready): only now does the admin port
+  // close.
+  if (admin_listener_) {
+    admin_listener_->Stop();
+    admin_thread_.join();
+  }
 }
 
 void HttpServer::Stop() {

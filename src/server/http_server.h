@@ -33,6 +33,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/engine.h"
@@ -55,6 +56,9 @@ struct ServerOptions {
   std::string api_key;
   std::string cors_origin;  // "" = no CORS headers
   std::string model_name;   // the model's name on /v2 ("" = the engine's: ssd-mobilenetv1, mogface)
+  // > 0: also serve the probes and metrics (/healthz, /readyz, /metrics, /v2/health/*) on this
+  // port, on an event loop of their own, so they never wait behind detection traffic; 0: none.
+  int admin_port = 0;
   RequestLimits limits;     // what one detect request may carry
   http::HttpLimits http;    // connections, headers, bodies, deadlines
   int io_threads = 2;       // event-loop threads of the HTTP layer
@@ -77,8 +81,10 @@ class HttpServer : private http::HttpHandler {
   explicit HttpServer(ServerOptions options);
   ~HttpServer() override;
 
-  // Binds the socket; returns the port (the chosen one when options.port is 0).
+  // Binds the socket (and the admin one); returns the port (the chosen one when options.port is
+  // 0).
   StatusOr<int> Bind();
+  int admin_port() const { return admin_port_; }  // after Bind; 0 without an admin listener
   // Serves until Stop(); call Bind first. Returns when every accepted request was answered.
   void Serve();
   // Stops accepting connections; requests already received are still answered. Thread-safe,
@@ -120,9 +126,15 @@ class HttpServer : private http::HttpHandler {
   http::HttpResponse Metrics();
   bool Authorized(const http::HttpRequest& head) const;
 
+  class AdminHandler;  // the admin port's routes: forwards the probes and metrics, 404 the rest
+
   ServerOptions options_;
   ServerMetrics metrics_;
   std::unique_ptr<http::Listener> listener_;
+  std::unique_ptr<AdminHandler> admin_handler_;
+  std::unique_ptr<http::Listener> admin_listener_;  // null without --admin-port
+  std::thread admin_thread_;
+  int admin_port_ = 0;
   std::unique_ptr<StatsEvents> events_;  // GET /v1/events
   std::atomic<pipeline::Pipeline*> pipeline_{nullptr};
   std::vector<engine::Engine*> engines_;  // written once before pipeline_ is published

@@ -64,8 +64,9 @@ class Client:
         return status, hdrs, (json.loads(data) if data else None)
 
 
-def start(args, port):
-    cmd = [args.mogserve, "serve", "--port", str(port), "--model-dir", args.model_dir,
+def start(args, port, admin_port):
+    cmd = [args.mogserve, "serve", "--port", str(port), "--admin-port", str(admin_port),
+           "--model-dir", args.model_dir,
            "--api-key", API_KEY, "--threads", "1", "--max-images", "8",
            "--model-name", "faces", "--access-log", "off", "--shutdown-delay", "3"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -171,7 +172,9 @@ def main() -> int:
     args = ap.parse_args()
     names = sorted(n for n in os.listdir(args.photos) if n.endswith((".jpg", ".png")))[:6]
     photos = [open(os.path.join(args.photos, n), "rb").read() for n in names]
-    proc, c = start(args, free_port())
+    admin_port = free_port()
+    proc, c = start(args, free_port(), admin_port)
+    admin = Client(admin_port)
     try:
         # Metadata and health.
         status, _, meta = c.json("GET", "/v2")
@@ -271,6 +274,12 @@ def main() -> int:
         status, _, _ = c.request("GET", "/v2/health/live", key=False)
         check(status == 200, "still alive")
 
+        # The admin port: probes and metrics only.
+        for path, want in (("/metrics", 200), ("/v2/health/ready", 200), ("/readyz", 200),
+                           ("/healthz", 200), ("/v1/detect", 404), ("/v2", 404)):
+            status, _, _ = admin.request("GET", path, key=False)
+            check(status == want, f"admin port GET {path}: {status}, want {want}")
+
         # `mogserve probe`: exit 0 only for a 200.
         def probe(path):
             return subprocess.run([args.mogserve, "probe", f"http://127.0.0.1:{c.port}{path}",
@@ -288,6 +297,8 @@ def main() -> int:
         check(probe("/v2/health/ready") == 1, "probe during the shutdown delay exits 1")
         status, _, _ = c.request("GET", "/v2/health/live", key=False)
         check(status == 200, "live during the shutdown delay")
+        status, _, _ = admin.request("GET", "/v2/health/ready", key=False)
+        check(status == 400, f"admin ready during the shutdown delay: {status}")
         status, _, text = c.request("GET", "/metrics", key=False)
         check("\nmogserve_draining 1" in text.decode(), "mogserve_draining is 1")
         status, _, doc = c.json("POST", "/v2/models/faces/infer", infer_json(photos[:2]))
