@@ -11,22 +11,12 @@
 
 #include "cli/commands.h"
 #include "cli/serving_stack.h"
+#include "cli/shutdown_signals.h"
 #include "common/process_memory.h"
 #include "server/http_server.h"
 
 namespace mogserve::cli {
 namespace {
-
-// Blocks SIGINT and SIGTERM in this thread and every thread it starts afterwards, so that only
-// WaitForShutdownSignal receives them (no handler runs on a random thread mid-request).
-sigset_t BlockShutdownSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
-}
 
 // Raises the open-file limit to the hard limit (each connection is a descriptor) and caps
 // --max-connections to what it allows, keeping room for the model, logs and listeners.
