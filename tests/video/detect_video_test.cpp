@@ -162,19 +162,33 @@ TEST(DetectVideo, BadSourcesFailWithClearErrors) {
   TempDir dir;
   const int port = video::testing::ClosedTcpPort();
   const std::string camera = "rtsp://admin:s3cret@127.0.0.1:" + std::to_string(port) + "/live";
+  // A healthy source beside them is unaffected.
   const ProcessResult r =
-      RunMogserve(DetectVideoArgs({"/nonexistent/clip.mp4", ClipPath("clip_mpeg4.mp4"), camera}));
+      RunMogserve(DetectVideoArgs({"/nonexistent/clip.mp4", ClipPath("clip_mpeg4.mp4"), camera,
+                                   ClipPath("clip.mp4"), "--detect-fps", "5"}));
   EXPECT_EQ(r.exit_code, 1) << r.Describe();
   EXPECT_TRUE(Contains(r.err, "stream 0: not_found")) << r.err;
   EXPECT_TRUE(Contains(r.err, "stream 1: unsupported_codec: video codec 'mpeg4'")) << r.err;
   EXPECT_TRUE(Contains(r.err, "stream 2: unreachable")) << r.err;
   EXPECT_TRUE(Contains(r.err, "rtsp://***@127.0.0.1")) << r.err;
   EXPECT_FALSE(Contains(r.err + r.out, "s3cret"));
-  const std::vector<nlohmann::json> lines = ParseJsonLines(r.out);
-  ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0].at("error").at("code"), "not_found");
-  EXPECT_EQ(lines[1].at("error").at("code"), "unsupported_codec");
-  EXPECT_EQ(lines[2].at("error").at("code"), "unreachable");
+  std::vector<nlohmann::json> errors;
+  int healthy = 0;
+  for (const nlohmann::json& line : ParseJsonLines(r.out)) {
+    if (line.contains("error")) {
+      errors.push_back(line);
+    } else {
+      EXPECT_EQ(line.at("stream"), "3");
+      ExpectClipFrame(line);
+      ++healthy;
+    }
+  }
+  EXPECT_EQ(healthy, 50);
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_EQ(errors[0].at("stream"), "0");
+  EXPECT_EQ(errors[0].at("error").at("code"), "not_found");
+  EXPECT_EQ(errors[1].at("error").at("code"), "unsupported_codec");
+  EXPECT_EQ(errors[2].at("error").at("code"), "unreachable");
 
   const ProcessResult scheme = RunMogserve(DetectVideoArgs({"gopher://u:pw@host/x"}));
   EXPECT_EQ(scheme.exit_code, 2) << scheme.Describe();
