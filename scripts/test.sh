@@ -3,10 +3,11 @@
 #   1. the Release build: every ctest label (unit, model, e2e);
 #   2. an AddressSanitizer + UBSan build of the torch-free unit tests (decoders, EXIF, resize,
 #      drawing, HTTP request parsing and the HTTP layer: the code that parses untrusted bytes;
-#      the scheduler and the pipeline);
-#   3. a ThreadSanitizer build of the scheduler, pipeline and server tests (worker threads,
-#      queues, the stress test's 100 000 requests from 64 threads, and the HTTP layer's
-#      connections, strands and asynchronous answers over loopback);
+#      the scheduler and the pipeline; the video reader, which scales frames into canvases);
+#   3. a ThreadSanitizer build of the scheduler, pipeline, server and video tests (worker
+#      threads, queues, the stress test's 100 000 requests from 64 threads, the HTTP layer's
+#      connections, strands and asynchronous answers over loopback, the video streams' reader
+#      threads and their interrupts);
 #   4. a libFuzzer run (clang, ASan + UBSan) over request parsing and image decoding, seeded
 #      with real and broken images, for MOGSERVE_FUZZ_SECONDS (default 60);
 #   5. the build without LibTorch and without CUDA (-DMOGSERVE_WITH_TORCH=OFF
@@ -28,14 +29,14 @@ SAN_DIR="$ROOT/build-asan"
 cmake -S "$ROOT" -B "$SAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DMOGSERVE_SANITIZE=address,undefined >/dev/null
 cmake --build "$SAN_DIR" -j "${MOGSERVE_JOBS:-2}" --target common_tests image_tests scheduler_tests server_tests \
-  pipeline_tests
+  pipeline_tests video_tests
 (cd "$SAN_DIR" && ctest --output-on-failure -j 2 -L unit)
 
 TSAN_DIR="$ROOT/build-tsan"
 cmake -S "$ROOT" -B "$TSAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMOGSERVE_SANITIZE=thread >/dev/null
 cmake --build "$TSAN_DIR" -j "${MOGSERVE_JOBS:-2}" --target pipeline_tests scheduler_tests \
-  server_tests
+  server_tests video_tests
 (cd "$TSAN_DIR" && ctest --output-on-failure -j 2 -L unit)
 
 FUZZ_DIR="$ROOT/build-fuzz"

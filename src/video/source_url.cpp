@@ -118,6 +118,9 @@ std::vector<std::pair<std::string, std::string>> FormatOptions(SourceScheme sche
     case SourceScheme::kTcp:
       return {{"timeout", io_us}};
     case SourceScheme::kHttp:
+      // live_start_index: an HLS playlist is joined at its newest segment (the default, 3 from
+      // the end, starts seconds behind); other formats ignore the option.
+      return {{"rw_timeout", io_us}, {"live_start_index", "-1"}};
     case SourceScheme::kRtmp:
       return {{"rw_timeout", io_us}};
   }

@@ -60,6 +60,7 @@ TEST(SourceUrl, TimeoutsPerScheme) {
   EXPECT_EQ(Options(SourceScheme::kTcp).at("timeout"), "2500000");
   EXPECT_EQ(Options(SourceScheme::kUdp).at("timeout"), "2500000");
   EXPECT_EQ(Options(SourceScheme::kHttp).at("rw_timeout"), "2500000");
+  EXPECT_EQ(Options(SourceScheme::kHttp).at("live_start_index"), "-1");
   EXPECT_EQ(Options(SourceScheme::kRtmp).at("rw_timeout"), "2500000");
   // rtmp's `timeout` would make it listen for a publisher instead of connecting.
   EXPECT_EQ(Options(SourceScheme::kRtmp).count("timeout"), 0u);
