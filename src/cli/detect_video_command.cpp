@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -139,6 +140,50 @@ void PrintSummary(const video::StreamIngest& s, const std::string& id) {
                static_cast<long long>(c.expired), static_cast<long long>(c.failed));
 }
 
+using LineWriter = std::function<void(const nlohmann::json&)>;
+
+// One StreamIngest per source, stream "N" for the Nth, each writing its results as lines.
+std::vector<std::unique_ptr<video::StreamIngest>> StartStreams(const DetectVideoFlags& flags,
+                                                               pipeline::Pipeline& pipeline,
+                                                               const LineWriter& write_line) {
+  std::vector<std::unique_ptr<video::StreamIngest>> streams;
+  for (size_t i = 0; i < flags.sources.size(); ++i) {
+    video::IngestOptions o;
+    o.id = std::to_string(i);
+    o.source.url = flags.sources[i];
+    o.source.timeouts = {Millis(flags.open_timeout_s), Millis(flags.io_timeout_s)};
+    o.source.rtsp_transport =
+        flags.rtsp_transport == "udp" ? video::RtspTransport::kUdp : video::RtspTransport::kTcp;
+    o.source.codecs = flags.codecs;
+    o.detect_fps = flags.detect_fps;
+    o.realtime = flags.realtime;
+    o.frame_timeout = Millis(flags.frame_timeout_s);
+    streams.push_back(std::make_unique<video::StreamIngest>(
+        pipeline, std::move(o),
+        [&write_line](const video::FrameResult& r) { write_line(FrameLine(r)); }));
+  }
+  return streams;
+}
+
+// Waits for each stream's end; prints its summary and, for a failed one, its error (a line and
+// stderr). Returns the number of failed streams.
+int ReportEnds(const std::vector<std::unique_ptr<video::StreamIngest>>& streams, bool quiet,
+               const LineWriter& write_line) {
+  int failed = 0;
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const std::optional<video::VideoError> error = streams[i]->Wait();
+    if (!quiet) PrintSummary(*streams[i], std::to_string(i));
+    if (!error) continue;
+    ++failed;
+    nlohmann::json line = server::ErrorToJson(video::VideoErrorName(error->code), error->message);
+    line["stream"] = std::to_string(i);
+    write_line(line);
+    std::cerr << "error: stream " << i << ": " << video::VideoErrorName(error->code) << ": "
+              << error->message << "\n";
+  }
+  return failed;
+}
+
 int RunDetectVideo(const DetectVideoFlags& flags) {
   const sigset_t signals = BlockShutdownSignals();
   for (const std::string& source : flags.sources) {
@@ -177,42 +222,16 @@ int RunDetectVideo(const DetectVideoFlags& flags) {
   }
 
   std::mutex out_mu;
-  auto write_line = [&](const nlohmann::json& line) {
+  const LineWriter write_line = [&](const nlohmann::json& line) {
     std::lock_guard<std::mutex> lock(out_mu);
     out << server::ToJsonLine(line) << "\n";
   };
-  std::vector<std::unique_ptr<video::StreamIngest>> streams;
+  const std::vector<std::unique_ptr<video::StreamIngest>> streams =
+      StartStreams(flags, **pipeline, write_line);
   bool any_paced = false;
-  for (size_t i = 0; i < flags.sources.size(); ++i) {
-    video::IngestOptions o;
-    o.id = std::to_string(i);
-    o.source.url = flags.sources[i];
-    o.source.timeouts = {Millis(flags.open_timeout_s), Millis(flags.io_timeout_s)};
-    o.source.rtsp_transport =
-        flags.rtsp_transport == "udp" ? video::RtspTransport::kUdp : video::RtspTransport::kTcp;
-    o.source.codecs = flags.codecs;
-    o.detect_fps = flags.detect_fps;
-    o.realtime = flags.realtime;
-    o.frame_timeout = Millis(flags.frame_timeout_s);
-    streams.push_back(std::make_unique<video::StreamIngest>(
-        **pipeline, std::move(o),
-        [&write_line](const video::FrameResult& r) { write_line(FrameLine(r)); }));
-    any_paced = any_paced || streams.back()->paced();
-  }
+  for (const auto& s : streams) any_paced = any_paced || s->paced();
   AwaitStreams(streams, signals, !any_paced && !flags.quiet && isatty(STDERR_FILENO));
-
-  int failed = 0;
-  for (size_t i = 0; i < streams.size(); ++i) {
-    const std::optional<video::VideoError> error = streams[i]->Wait();
-    if (!flags.quiet) PrintSummary(*streams[i], std::to_string(i));
-    if (!error) continue;
-    ++failed;
-    nlohmann::json line = server::ErrorToJson(video::VideoErrorName(error->code), error->message);
-    line["stream"] = std::to_string(i);
-    write_line(line);
-    std::cerr << "error: stream " << i << ": " << video::VideoErrorName(error->code) << ": "
-              << error->message << "\n";
-  }
+  const int failed = ReportEnds(streams, flags.quiet, write_line);
   (*pipeline)->Shutdown(pipeline::ShutdownMode::kDrain);
   out.flush();
   if (!out) {
