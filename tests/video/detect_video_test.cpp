@@ -89,6 +89,26 @@ TEST(DetectVideo, DetectFpsSamplesFramesAndCountsTheSkipped) {
   }
 }
 
+TEST(DetectVideo, RealtimePacesAFileLikeACamera) {
+  const auto start = std::chrono::steady_clock::now();
+  const ProcessResult r =
+      RunMogserve(DetectVideoArgs({ClipPath("clip.mp4"), "--realtime", "--detect-fps", "5"}));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_GE(seconds, 9.5);  // 10 s of video, read at its own rate
+  const std::vector<nlohmann::json> lines = ParseJsonLines(r.out);
+  ASSERT_GE(lines.size(), 40u);  // a loaded machine may lose a few to supersession
+  // Each frame arrived when it was due: arrival times follow the presentation times.
+  const double t0 =
+      lines.front().at("received_at").get<double>() - lines.front().at("pts").get<double>();
+  for (const nlohmann::json& line : lines) {
+    EXPECT_NEAR(line.at("received_at").get<double>() - line.at("pts").get<double>(), t0, 0.3);
+    EXPECT_LT(line.at("latency_ms").at("total").get<double>(), 1000);  // --frame-timeout
+    ExpectClipFrame(line);
+  }
+}
+
 // A live source over loopback: ffmpeg publishes the clip at real time (-re) as a one-client
 // server, and detect-video connects to it as to a camera.
 struct LiveSource {
