@@ -5,6 +5,7 @@
 #                   (4-5 faces), 200-249 coffee.png (no face); Grace Hopper's portrait (300 px
 #                   high, y 400) overlaid for t < 8 s, moving right by 100 px/s from x 40: its box
 #                   proves which frame a result belongs to.
+#   clip.ts         the same stream in MPEG-TS (what live TCP/UDP/HTTP sources carry)
 #   clip_hevc.mp4   the same in H.265
 #   clip_mjpeg.mkv  the same in MJPEG
 #   clip_mpeg4.mp4  1 s of it in MPEG-4 part 2: a codec mogserve does not decode
@@ -30,6 +31,7 @@ BITEXACT=(-fflags +bitexact -flags:v +bitexact -map_metadata -1)
 [3:v]scale=-2:300,setsar=1[f];[bg][f]overlay=x='40+100*t':y=400:enable='lt(t,8)':shortest=1,format=yuv420p[v]" \
   -map '[v]' -t 10 -r 25 -c:v libx264 -preset veryfast -threads 1 -g 25 -bf 0 \
   -x264-params threads=1:lookahead-threads=1 "${BITEXACT[@]}" "$TMP/clip.mp4"
+"${FF[@]}" -i "$TMP/clip.mp4" -c copy -f mpegts "${BITEXACT[@]}" "$TMP/clip.ts"
 "${FF[@]}" -i "$TMP/clip.mp4" -c:v libx265 -preset ultrafast \
   -x265-params keyint=25:bframes=0:pools=none:frame-threads=1:log-level=error -tag:v hvc1 \
   "${BITEXACT[@]}" "$TMP/clip_hevc.mp4"

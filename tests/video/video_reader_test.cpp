@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <thread>
 
@@ -125,6 +126,37 @@ TEST(VideoReader, ScalesFramesIntoTheirBucketCanvas) {
   // The buffer came from the pool, and goes back to it.
   pool.Release(std::move(canvas.canvas));
   EXPECT_EQ(pool.stats().free_buffers, 1);
+}
+
+TEST(VideoReader, DamagedStreamKeepsDecodingAndCountsCorruptFrames) {
+  // clip.ts with 2 % of the bytes of its middle 40 % replaced at random (fixed seed).
+  std::ifstream in(ClipPath("clip.ts"), std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 1'000'000u);
+  std::mt19937 rng(7);
+  const size_t begin = bytes.size() * 3 / 10, end = bytes.size() * 7 / 10;
+  for (size_t i = 0; i < (end - begin) / 50; ++i) {
+    bytes[begin + rng() % (end - begin)] = static_cast<char>(rng());
+  }
+  const std::string path = ::testing::TempDir() + "/damaged.ts";
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+
+  VideoReader reader(Source(path));
+  ASSERT_EQ(reader.Open(), std::nullopt) << reader.error().message;
+  FrameInfo frame;
+  int frames = 0;
+  VideoReader::ReadState state;
+  while ((state = reader.Next(&frame)) == VideoReader::ReadState::kFrame) ++frames;
+  EXPECT_EQ(state, VideoReader::ReadState::kEnded) << reader.error().message;
+  const ReaderCounters c = reader.counters();
+  EXPECT_GT(c.corrupt, 0);
+  // corrupt counts flagged frames (decoded, not returned) and rejected packets (never decoded).
+  EXPECT_LE(frames, c.decoded);
+  EXPECT_GE(frames, c.decoded - c.corrupt);
+  EXPECT_GT(frames, 100);  // the undamaged start and end at least
+  EXPECT_LT(frames, testing::kClipFrames);
+  std::filesystem::remove(path);
 }
 
 TEST(VideoReader, MissingFileIsNotFound) {
