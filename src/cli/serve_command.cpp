@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/serve_streams.h"
 #include "cli/serving_stack.h"
 #include "cli/shutdown_signals.h"
 #include "common/process_memory.h"
@@ -76,6 +77,7 @@ int RunServe(const ServeFlags& flags) {
   const sigset_t signals = BlockShutdownSignals();
   auto server_options = ToServerOptions(flags);
   if (!server_options.ok()) return Fail(server_options.status());
+  if (Status streams = ServeStreams::CheckFlags(flags); !streams.ok()) return Fail(streams);
   FitConnectionsToFileLimit(*server_options);
   spdlog::info("loading {} ...", flags.engine.model);
   auto loaded = LoadEngines(flags);
@@ -99,6 +101,12 @@ int RunServe(const ServeFlags& flags) {
   pipeline::Pipeline& pipeline = *started->pipeline;
   const server::ModelDescription& model = started->model;
   http.SetPipeline(&pipeline, loaded->engines, model);
+  auto streams = ServeStreams::Start(flags, pipeline, http);
+  if (!streams.ok()) {
+    http.Stop();
+    serving.join();
+    return Fail(streams.status());
+  }
   spdlog::info("model: {} ({})", model.info.Describe(), model.info.weights);
   spdlog::info("instances: {}, decode threads: {}, scheduler: {}", flags.instances,
                started->preprocess_threads, model.scheduler);
@@ -124,6 +132,7 @@ int RunServe(const ServeFlags& flags) {
     pipeline.Shutdown(pipeline::ShutdownMode::kCancel);
   }
   drained.wait();
+  streams->reset();  // no handler uses them any more; their last frames still finish
   pipeline.Shutdown(pipeline::ShutdownMode::kDrain);
   const pipeline::PipelineStats stats = pipeline.Stats();
   spdlog::info("stopped: {} images done, {} ended otherwise",

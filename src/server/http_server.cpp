@@ -13,6 +13,7 @@
 #include "server/detect_websocket.h"
 #include "server/http/listener.h"
 #include "server/result_json.h"
+#include "server/stream_routes.h"
 #include "server/web_ui.h"
 
 namespace mogserve::server {
@@ -59,23 +60,21 @@ enum class Route {
   kModels,
   kStats,
   kEvents,
+  kStreams,  // /v1/streams
+  kStream,   // /v1/streams/{id}
   kWebUi
 };
 struct RouteEntry {
   const char* path;
   Route route;
-  const char* method;
+  const char* method;  // one method, or several separated by ','
 };
 constexpr RouteEntry kRoutes[] = {
-    {"/v1/detect", Route::kDetect, "POST"},
-    {"/v1/detect/ws", Route::kDetectWebSocket, "GET"},
-    {"/healthz", Route::kHealthz, "GET"},
-    {"/readyz", Route::kReadyz, "GET"},
-    {"/metrics", Route::kMetrics, "GET"},
-    {"/v1/models", Route::kModels, "GET"},
-    {"/v1/stats", Route::kStats, "GET"},
-    {"/v1/events", Route::kEvents, "GET"},
-    {"/", Route::kWebUi, "GET"},
+    {"/v1/detect", Route::kDetect, "POST"},       {"/v1/detect/ws", Route::kDetectWebSocket, "GET"},
+    {"/healthz", Route::kHealthz, "GET"},         {"/readyz", Route::kReadyz, "GET"},
+    {"/metrics", Route::kMetrics, "GET"},         {"/v1/models", Route::kModels, "GET"},
+    {"/v1/stats", Route::kStats, "GET"},          {"/v1/events", Route::kEvents, "GET"},
+    {"/v1/streams", Route::kStreams, "GET,POST"}, {"/", Route::kWebUi, "GET"},
 };
 
 const RouteEntry* FindRoute(std::string_view path) {
@@ -84,11 +83,33 @@ const RouteEntry* FindRoute(std::string_view path) {
   }
   static constexpr RouteEntry kUi = {"/ui", Route::kWebUi, "GET"};
   if (path == "/ui" || path.rfind("/ui/", 0) == 0) return &kUi;
+  static constexpr RouteEntry kStream = {"/v1/streams/", Route::kStream, "GET,DELETE"};
+  if (path.size() > 12 && path.rfind("/v1/streams/", 0) == 0) return &kStream;
   return nullptr;
 }
 
 bool MethodAllowed(const RouteEntry& e, std::string_view method) {
-  return method == e.method || (method == "HEAD" && std::string_view(e.method) == "GET");
+  std::string_view methods = e.method;
+  while (!methods.empty()) {
+    const size_t comma = methods.find(',');
+    const std::string_view m = methods.substr(0, comma);
+    if (method == m || (method == "HEAD" && m == "GET")) return true;
+    methods = comma == std::string_view::npos ? "" : methods.substr(comma + 1);
+  }
+  return false;
+}
+
+// The Allow header of a route: its methods, and HEAD with GET.
+std::string AllowedMethods(const RouteEntry& e) {
+  std::string allow;
+  std::string_view methods = e.method;
+  while (!methods.empty()) {
+    const size_t comma = methods.find(',');
+    const std::string_view m = methods.substr(0, comma);
+    allow += (allow.empty() ? "" : ", ") + std::string(m) + (m == "GET" ? ", HEAD" : "");
+    methods = comma == std::string_view::npos ? "" : methods.substr(comma + 1);
+  }
+  return allow;
 }
 
 // The route label for metrics: known paths as they are, the rest folded into one value so a
@@ -246,7 +267,7 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
   if (head.method == "OPTIONS" && !options_.cors_origin.empty()) {
     HttpResponse r;  // a CORS preflight, answered for any path
     r.status = 204;
-    r.SetHeader("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    r.SetHeader("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
     r.SetHeader("Access-Control-Allow-Headers", "Authorization, Content-Type");
     r.SetHeader("Access-Control-Max-Age", "600");
     return r;
@@ -256,11 +277,12 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
     return http::JsonError(404, "not_found", "no route " + head.method + " " + head.path);
   }
   if (!MethodAllowed(*route, head.method)) {
-    const bool get = std::string_view(route->method) == "GET";
+    const std::string allow = AllowedMethods(*route);
+    const bool get_only = std::string_view(route->method) == "GET";
     HttpResponse r = http::JsonError(
         405, "method_not_allowed",
-        head.path + " answers " + (get ? "GET and HEAD" : route->method) + ", not " + head.method);
-    r.SetHeader("Allow", get ? "GET, HEAD" : route->method);
+        head.path + " answers " + (get_only ? "GET and HEAD" : allow) + ", not " + head.method);
+    r.SetHeader("Allow", allow);
     return r;
   }
   if (!options_.api_key.empty() && head.path.rfind("/v1/", 0) == 0 && !Authorized(head)) {
@@ -287,6 +309,12 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
       r.SetHeader("Retry-After", "5");
       return r;
     }
+  }
+  if ((route->route == Route::kStreams || route->route == Route::kStream) &&
+      streams_.load() == nullptr) {
+    return http::JsonError(404, "not_found",
+                           "this server has no video streams (" + head.path +
+                               "): mogserve serve was built without video");
   }
   if (route->route == Route::kDetectWebSocket) {
     if (!ready()) return NotReady();
@@ -330,9 +358,16 @@ void HttpServer::Handle(HttpRequest request, http::Responder respond) {
       }
       return;
     }
+    case Route::kStreams:
+    case Route::kStream:
+      return respond(HandleStreamRequest(*streams_.load(), request));
     case Route::kWebUi:
       return respond(WebAssetResponse(request));
   }
+}
+
+void HttpServer::SetStreams(video::StreamRegistry* streams) {
+  streams_ = streams;
 }
 
 std::unique_ptr<http::WebSocketHandler> HttpServer::AcceptWebSocket(

@@ -80,6 +80,7 @@ void StreamIngest::Run() {
     if (!stop_) error_ = std::move(failed);
   } else {
     expected_frames_ = reader_.expected_frames();
+    opened_ = true;
     ReadFrames();
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return pending_.empty(); });

@@ -91,6 +91,11 @@ class StreamIngest {
   bool paced() const { return paced_; }
   // Whether the stream has ended (Wait would not block). Any thread.
   bool finished() const { return finished_; }
+  // Whether the source was opened (its first frame may still be on its way). Any thread.
+  bool opened() const { return opened_; }
+  // Why the stream failed; nullopt while it runs or when it ended cleanly or was stopped. Any
+  // thread (written before finished() turns true).
+  std::optional<VideoError> error() const { return finished_ ? error_ : std::nullopt; }
   const std::string& display_url() const { return reader_.display_url(); }
 
  private:
@@ -118,6 +123,7 @@ class StreamIngest {
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> expected_frames_{0};
   std::atomic<bool> finished_{false};
+  std::atomic<bool> opened_{false};
   std::optional<VideoError> error_;  // written by the stream's thread before it ends
 
   mutable std::mutex mu_;
