@@ -33,6 +33,8 @@ DEBIAN_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev
   libboost1.81-dev  # Boost.Beast + Asio: the HTTP server (src/server/http/)
   libcpp-httplib-dev  # an HTTP client for `bench serve` and the end-to-end tests
+  libavformat-dev libavcodec-dev libswscale-dev libavutil-dev  # video ingestion (src/video/)
+  ffmpeg  # the CLI: tests/video/make_clip.sh encodes the test clips and serves loopback streams
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev  # libFuzzer for the request/image parsing fuzz target
   python3-torch  # the independent MogFace reference (tests/reference) and tools/*.py

@@ -3,20 +3,21 @@
 #   1. the Release build: every ctest label (unit, model, e2e);
 #   2. an AddressSanitizer + UBSan build of the torch-free unit tests (decoders, EXIF, resize,
 #      drawing, HTTP request parsing and the HTTP layer: the code that parses untrusted bytes;
-#      the scheduler and the pipeline);
-#   3. a ThreadSanitizer build of the scheduler, pipeline and server tests (worker threads,
-#      queues, the stress test's 100 000 requests from 64 threads, and the HTTP layer's
-#      connections, strands and asynchronous answers over loopback);
+#      the scheduler and the pipeline; the video reader, which scales frames into canvases);
+#   3. a ThreadSanitizer build of the scheduler, pipeline, server and video tests (worker
+#      threads, queues, the stress test's 100 000 requests from 64 threads, the HTTP layer's
+#      connections, strands and asynchronous answers over loopback, the video streams' reader
+#      threads and their interrupts);
 #   4. a libFuzzer run (clang, ASan + UBSan) over request parsing and image decoding, seeded
 #      with real and broken images, for MOGSERVE_FUZZ_SECONDS (default 60);
 #   5. the build without LibTorch and without CUDA (-DMOGSERVE_WITH_TORCH=OFF
 #      -DMOGSERVE_WITH_CUDA=OFF): mogserve (whose detect must say it has no CPU engine) and the
 #      torch-free tests, the golden-file parity tests excepted (the first step runs them);
 #   6. where nvcc, cudnn.h and libcudnn are found, the GPU bundle's configuration
-#      (-DMOGSERVE_WITH_TORCH=OFF -DMOGSERVE_WITH_CUDA=ON, sm_90 only): mogserve and
-#      cuda_host_tests (the CUDA backend's host side: arena, weight preparation, kernel element
-#      functions, no-GPU errors), cuda_tests (the kernels on a GPU: compiled here, skipped
-#      without a device), its unit tests.
+#      (-DMOGSERVE_WITH_TORCH=OFF -DMOGSERVE_WITH_CUDA=ON -DMOGSERVE_WITH_VIDEO=OFF, sm_90 only):
+#      mogserve and cuda_host_tests (the CUDA backend's host side: arena, weight preparation,
+#      kernel element functions, no-GPU errors), cuda_tests (the kernels on a GPU: compiled
+#      here, skipped without a device), its unit tests.
 # Extra arguments go to the first ctest run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,14 +29,14 @@ SAN_DIR="$ROOT/build-asan"
 cmake -S "$ROOT" -B "$SAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DMOGSERVE_SANITIZE=address,undefined >/dev/null
 cmake --build "$SAN_DIR" -j "${MOGSERVE_JOBS:-2}" --target common_tests image_tests scheduler_tests server_tests \
-  pipeline_tests
+  pipeline_tests video_tests
 (cd "$SAN_DIR" && ctest --output-on-failure -j 2 -L unit)
 
 TSAN_DIR="$ROOT/build-tsan"
 cmake -S "$ROOT" -B "$TSAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMOGSERVE_SANITIZE=thread >/dev/null
 cmake --build "$TSAN_DIR" -j "${MOGSERVE_JOBS:-2}" --target pipeline_tests scheduler_tests \
-  server_tests
+  server_tests video_tests
 (cd "$TSAN_DIR" && ctest --output-on-failure -j 2 -L unit)
 
 FUZZ_DIR="$ROOT/build-fuzz"
@@ -91,7 +92,8 @@ find_cuda_step() {
 if find_cuda_step; then
   CUDA_DIR="$ROOT/build-cuda"
   cmake -S "$ROOT" -B "$CUDA_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOGSERVE_WITH_TORCH=OFF \
-    -DMOGSERVE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCUDNN_ROOT="$CUDNN_PREFIX" >/dev/null
+    -DMOGSERVE_WITH_CUDA=ON -DMOGSERVE_WITH_VIDEO=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DCUDNN_ROOT="$CUDNN_PREFIX" >/dev/null
   cmake --build "$CUDA_DIR" -j "${MOGSERVE_JOBS:-2}" --target mogserve cuda_host_tests cuda_tests
   (cd "$CUDA_DIR" && ctest --output-on-failure -j 2 -L unit)
 fi

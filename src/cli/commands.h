@@ -7,6 +7,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "engine/engine.h"
 #include "mogserve/detector.h"
@@ -18,6 +20,8 @@ namespace mogserve::cli {
 using CommandRunner = std::function<int()>;
 
 CommandRunner RegisterDetectCommand(CLI::App& app);
+// `detect-video`: registered always; without MOGSERVE_WITH_VIDEO it says so and exits 3.
+CommandRunner RegisterDetectVideoCommand(CLI::App& app);
 CommandRunner RegisterBenchCommand(CLI::App& app);
 CommandRunner RegisterServeCommand(CLI::App& app);
 CommandRunner RegisterEvalCommand(CLI::App& app);
@@ -61,6 +65,25 @@ struct EngineFlags {
 void AddEngineFlags(CLI::App& app, EngineFlags& flags);
 // InvalidArgument naming the flag and the allowed values.
 StatusOr<engine::EngineOptions> ToEngineOptions(const EngineFlags& flags);
+
+// The engine the flags describe and `instances` - 1 more sharing its weights (one worker thread
+// each in a pipeline); 0 instances: engine::DefaultInstances of the device (1 cpu, 2 cuda). On failure, prints "error: ..." to stderr and returns the exit code
+// (kExitUsage for a bad flag, kExitFatal otherwise).
+struct EngineInstances {
+  std::vector<std::unique_ptr<engine::Engine>> owned;
+  std::vector<engine::Engine*> all;  // owned, as raw pointers; all[0] is the first
+};
+std::variant<EngineInstances, int> CreateEngineInstances(const EngineFlags& flags, int instances);
+
+// The options of a batch job through the pipeline (`detect`, `detect-video`): -o/--output,
+// --instances, --policy, --batch-size. `unit` names what is batched ("images", "frames").
+struct BatchJobFlags {
+  std::string output;
+  int instances = 0;  // 0: engine::DefaultInstances of the device
+  std::string policy = "continuous";
+  int batch_size = 8;
+};
+void AddBatchJobFlags(CLI::App& app, BatchJobFlags& flags, const std::string& unit);
 
 // How pictures become canvases, and what survives post-processing: --input-policy,
 // --target-size, --score-threshold, --nms-iou, --top-k, --max-faces. Unset values take the

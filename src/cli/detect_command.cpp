@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/input_files.h"
+#include "cli/output_file.h"
 #include "cli/progress_bar.h"
 #include "common/file_util.h"
 #include "image/draw.h"
@@ -25,12 +26,9 @@ namespace fs = std::filesystem;
 
 struct DetectFlags {
   std::vector<std::string> paths;
-  std::string output;
+  BatchJobFlags job;
   std::string annotate_dir;
-  int batch_size = 8;
   int decode_threads = 0;
-  int instances = 0;  // 0: engine::DefaultInstances of the device
-  std::string policy = "continuous";
   int64_t max_pixels = 50'000'000;
   bool timing = false;
   bool quiet = false;
@@ -88,58 +86,32 @@ pipeline::TtaOptions ToTtaOptions(const DetectFlags& flags, const DetectOptions&
 
 int RunDetect(const DetectFlags& flags) {
   std::vector<InputFile> inputs = CollectInputFiles(flags.paths);
-  auto engine_options = ToEngineOptions(flags.engine);
-  if (!engine_options.ok()) {
-    std::cerr << "error: " << engine_options.status().message() << "\n";
-    return kExitUsage;
-  }
-  auto engine = engine::CreateEngine(*engine_options);
-  if (!engine.ok()) {
-    std::cerr << "error: cannot start the engine: " << engine.status().ToString() << "\n";
-    return engine.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
-  }
-  auto buckets = ToShapeBuckets(flags.input, (*engine)->info());
+  auto created = CreateEngineInstances(flags.engine, flags.job.instances);
+  if (const int* code = std::get_if<int>(&created)) return *code;
+  EngineInstances& engines = std::get<EngineInstances>(created);
+  engine::Engine* engine = engines.all.front();
+  auto buckets = ToShapeBuckets(flags.input, engine->info());
   if (!buckets.ok()) {
     std::cerr << "error: " << buckets.status().message() << "\n";
     return kExitUsage;
   }
-  std::ofstream file_out;
-  if (!flags.output.empty()) {
-    file_out.open(flags.output);
-    if (!file_out) {
-      std::cerr << "error: cannot open --output " << flags.output << " for writing\n";
-      return kExitUsage;
-    }
-  }
-  std::ostream& out = flags.output.empty() ? std::cout : file_out;
+  OutputFile output(flags.job.output);
+  if (!output.ok()) return kExitUsage;
+  std::ostream& out = output.stream();
 
   pipeline::OfflineOptions options;
-  options.batch_size = flags.batch_size;
+  options.batch_size = flags.job.batch_size;
   options.decode_threads = flags.decode_threads;
-  auto policy = scheduler::ParsePolicy(flags.policy);
+  auto policy = scheduler::ParsePolicy(flags.job.policy);
   if (!policy.ok()) {
     std::cerr << "error: --" << policy.status().message() << "\n";
     return kExitUsage;
   }
   options.policy = *policy;
-  // More instances share the weights; each gets its own worker thread.
-  std::vector<std::unique_ptr<engine::Engine>> more;
-  std::vector<engine::Engine*> instances = {engine->get()};
-  const int instance_count =
-      flags.instances > 0 ? flags.instances : engine::DefaultInstances(engine_options->device);
-  for (int i = 1; i < instance_count; ++i) {
-    auto another = (*engine)->NewInstance();
-    if (!another.ok()) {
-      std::cerr << "error: " << another.status().ToString() << "\n";
-      return kExitFatal;
-    }
-    more.push_back(std::move(*another));
-    instances.push_back(more.back().get());
-  }
   options.buckets = *buckets;
-  options.detect = ToDetectOptions(flags.input, (*engine)->default_detect_options());
+  options.detect = ToDetectOptions(flags.input, engine->default_detect_options());
   options.decode.max_pixels = flags.max_pixels;
-  if (!flags.tta.empty() && (*engine)->info().fixed_side > 0) {
+  if (!flags.tta.empty() && engine->info().fixed_side > 0) {
     std::cerr << "error: --tta needs --model mogface (the SSD takes one fixed input size)\n";
     return kExitUsage;
   }
@@ -182,13 +154,13 @@ int RunDetect(const DetectFlags& flags) {
   };
   double mean_batch = 1;
   if (flags.tta.empty()) {
-    pipeline::OfflineDetector detector(instances, options);
+    pipeline::OfflineDetector detector(engines.all, options);
     detector.Run(std::move(sources), on_result);
     mean_batch = detector.stats().mean_batch_size;
   } else {
     const pipeline::TtaOptions tta = ToTtaOptions(flags, options.detect);
     for (const pipeline::ImageSource& source : sources) {
-      on_result(pipeline::DetectSourceWithTta(**engine, source, options.decode, tta,
+      on_result(pipeline::DetectSourceWithTta(*engine, source, options.decode, tta,
                                               options.detect.score_threshold));
     }
   }
@@ -217,21 +189,9 @@ CommandRunner RegisterDetectCommand(CLI::App& app) {
   auto flags = std::make_shared<DetectFlags>();
   app.add_option("paths", flags->paths, "Image files and folders (searched recursively)")
       ->required();
-  app.add_option("-o,--output", flags->output, "Write JSON lines here instead of stdout");
+  AddBatchJobFlags(app, flags->job, "images");
   app.add_option("--annotate", flags->annotate_dir,
                  "Write each image with its boxes and scores drawn into this folder (JPEG)");
-  app.add_option("--instances", flags->instances,
-                 "Engine instances sharing the weights, one worker thread each (0: 1 on cpu, 2 "
-                 "on cuda)")
-      ->check(CLI::Range(0, 64))
-      ->capture_default_str();
-  app.add_option("--policy", flags->policy,
-                 "Batching policy: naive, dynamic, continuous or adaptive")
-      ->capture_default_str();
-  app.add_option("--batch-size", flags->batch_size,
-                 "Most images per forward pass (fewer run when fewer are ready)")
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
   app.add_option(
          "--decode-threads", flags->decode_threads,
          "Threads reading and decoding images ahead of the engine (0 = half the cores, at least 1)")

@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <iostream>
 
 #include <spdlog/spdlog.h>
 
@@ -146,6 +147,48 @@ DetectOptions ToDetectOptions(const InputFlags& flags, const DetectOptions& mode
   if (flags.top_k) d.top_k = *flags.top_k;
   if (flags.max_faces) d.max_faces = *flags.max_faces;
   return d;
+}
+
+std::variant<EngineInstances, int> CreateEngineInstances(const EngineFlags& flags, int instances) {
+  auto options = ToEngineOptions(flags);
+  if (!options.ok()) {
+    std::cerr << "error: " << options.status().message() << "\n";
+    return kExitUsage;
+  }
+  auto engine = engine::CreateEngine(*options);
+  if (!engine.ok()) {
+    std::cerr << "error: cannot start the engine: " << engine.status().ToString() << "\n";
+    return engine.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
+  }
+  EngineInstances out;
+  out.owned.push_back(std::move(*engine));
+  if (instances == 0) instances = engine::DefaultInstances(options->device);
+  for (int i = 1; i < instances; ++i) {
+    auto another = out.owned.front()->NewInstance();
+    if (!another.ok()) {
+      std::cerr << "error: " << another.status().ToString() << "\n";
+      return kExitFatal;
+    }
+    out.owned.push_back(std::move(*another));
+  }
+  for (const auto& e : out.owned) out.all.push_back(e.get());
+  return out;
+}
+
+void AddBatchJobFlags(CLI::App& app, BatchJobFlags& flags, const std::string& unit) {
+  app.add_option("-o,--output", flags.output, "Write JSON lines here instead of stdout");
+  app.add_option("--instances", flags.instances,
+                 "Engine instances sharing the weights, one worker thread each (0: 1 on cpu, 2 "
+                 "on cuda)")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  app.add_option("--policy", flags.policy,
+                 "Batching policy: naive, dynamic, continuous or adaptive")
+      ->capture_default_str();
+  app.add_option("--batch-size", flags.batch_size,
+                 "Most " + unit + " per forward pass (fewer run when fewer are ready)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
 }
 
 }  // namespace mogserve::cli

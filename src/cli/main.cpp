@@ -23,6 +23,10 @@ int main(int argc, char** argv) {
       mogserve::cli::RegisterServeCommand);
   add("detect", "Detect faces in image files and folders (JSON lines out)",
       mogserve::cli::RegisterDetectCommand);
+  add("detect-video",
+      "Detect faces in video files and live streams (RTSP, RTMP, HTTP, UDP, TCP), JSON lines "
+      "per detected frame",
+      mogserve::cli::RegisterDetectVideoCommand);
   add("bench",
       "Benchmarks: engine (forward passes vs the machine's peak), pipeline (scheduler policies "
       "under load, in-process), serve (HTTP vs in-process), report (the deployment guide's "

@@ -11,23 +11,14 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/serve_streams.h"
 #include "cli/serving_stack.h"
+#include "cli/shutdown_signals.h"
 #include "common/process_memory.h"
 #include "server/http_server.h"
 
 namespace mogserve::cli {
 namespace {
-
-// Blocks SIGINT and SIGTERM in this thread and every thread it starts afterwards, so that only
-// WaitForShutdownSignal receives them (no handler runs on a random thread mid-request).
-sigset_t BlockShutdownSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
-}
 
 // Raises the open-file limit to the hard limit (each connection is a descriptor) and caps
 // --max-connections to what it allows, keeping room for the model, logs and listeners.
@@ -87,6 +78,7 @@ int RunServe(const ServeFlags& flags) {
   const sigset_t signals = BlockShutdownSignals();
   auto server_options = ToServerOptions(flags);
   if (!server_options.ok()) return Fail(server_options.status());
+  if (Status streams = ServeStreams::CheckFlags(flags); !streams.ok()) return Fail(streams);
   FitConnectionsToFileLimit(*server_options);
   spdlog::info("loading {} ...", flags.engine.model);
   auto loaded = LoadEngines(flags);
@@ -113,6 +105,12 @@ int RunServe(const ServeFlags& flags) {
   pipeline::Pipeline& pipeline = *started->pipeline;
   const server::ModelDescription& model = started->model;
   http.SetPipeline(&pipeline, loaded->engines, model);
+  auto streams = ServeStreams::Start(flags, pipeline, http);
+  if (!streams.ok()) {
+    http.Stop();
+    serving.join();
+    return Fail(streams.status());
+  }
   spdlog::info("model: {} ({})", model.info.Describe(), model.info.weights);
   spdlog::info("instances: {}, decode threads: {}, scheduler: {}", model.instances,
                started->preprocess_threads, model.scheduler);
@@ -150,6 +148,7 @@ int RunServe(const ServeFlags& flags) {
     pipeline.Shutdown(pipeline::ShutdownMode::kCancel);
   }
   drained.wait();
+  streams->reset();  // no handler uses them any more; their last frames still finish
   pipeline.Shutdown(pipeline::ShutdownMode::kDrain);
   const pipeline::PipelineStats stats = pipeline.Stats();
   spdlog::info("stopped: {} images done, {} ended otherwise",

@@ -153,6 +153,16 @@ void AddServeFlags(CLI::App& app, ServeFlags& f) {
        "Cap each bucket's batch at the smallest warm-up batch size reaching this fraction of the "
        "best measured throughput (bigger batches add latency, not throughput); 0 = memory only")
       ->check(CLI::Range(0.0, 1.0));
+  Flag(app, "--stream", f.streams,
+       "A video stream ID=URL to detect in (repeatable; more at run time: POST /v1/streams)");
+  Flag(app, "--max-streams", f.max_streams, "Most video streams at once")
+      ->check(CLI::Range(1, 1024));
+  Flag(app, "--stream-open-timeout", f.stream_open_timeout_s,
+       "Seconds a stream has to connect and find its first frame")
+      ->check(CLI::Range(0.1, 3600.0));
+  Flag(app, "--stream-io-timeout", f.stream_io_timeout_s,
+       "Seconds a stream's read may wait for data")
+      ->check(CLI::Range(0.1, 3600.0));
   Flag(app, "--plan-batch-sizes", f.plan_batch_sizes,
        "Batch sizes the start-up warm-up measures (capped by --max-batch-size)")
       ->delimiter(',')

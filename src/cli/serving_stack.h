@@ -58,6 +58,11 @@ struct ServeFlags {
   double memory_fraction = 0.8;
   double batch_knee = 0.95;
   std::vector<int> plan_batch_sizes = {1, 2, 4, 8, 16};
+  // Video streams (/v1/streams): ID=URL each, started once the server is ready.
+  std::vector<std::string> streams;
+  int max_streams = 32;
+  double stream_open_timeout_s = 10;
+  double stream_io_timeout_s = 5;
 };
 
 void AddServeFlags(CLI::App& app, ServeFlags& f);

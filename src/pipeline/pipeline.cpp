@@ -164,38 +164,49 @@ bool Pipeline::HasRoomLocked(SubmitMode mode) const {
   return c.queue_capacity_bytes == 0 || q.total.bytes < c.queue_capacity_bytes;
 }
 
+Pipeline::Entry* Pipeline::AcceptLocked(SubmitRequest& request, ResultCallback done,
+                                        SubmitMode mode, std::unique_lock<std::mutex>& lock,
+                                        SubmitTicket* ticket, Completions* completions) {
+  ++stats_.submitted;
+  ticket->id = ++next_id_;
+  if (mode == SubmitMode::kBlock) {
+    room_cv_.wait(lock, [&] { return !accepting_ || HasRoomLocked(mode); });
+  }
+  auto owned = std::make_unique<Entry>();
+  Entry* entry = owned.get();
+  entry->id = ticket->id;
+  entry->done = std::move(done);
+  entry->arrival = time_->Now();
+  entries_.emplace(ticket->id, std::move(owned));
+  if (!accepting_) {
+    EndLocked(entry, Outcome::kCancelled,
+              Status(StatusCode::kCancelled, "the pipeline is shutting down"), completions);
+    return nullptr;
+  }
+  if (!HasRoomLocked(SubmitMode::kRefuse)) {
+    EndLocked(entry, Outcome::kRejectedQueueFull,
+              ResourceExhausted("queue full: " + std::to_string(max_preprocessing_) +
+                                " requests are already waiting to be decoded; retry later"),
+              completions);
+    return nullptr;
+  }
+  ticket->accepted = true;
+  entry->priority = request.priority;
+  entry->client = std::move(request.client);
+  entry->latest_only = request.latest_only;
+  if (request.timeout > Duration::zero()) entry->deadline = entry->arrival + request.timeout;
+  entry->detect = request.detect ? *request.detect : default_detect_;
+  return entry;
+}
+
 SubmitTicket Pipeline::Submit(SubmitRequest request, ResultCallback done, SubmitMode mode) {
   Completions completions;
   SubmitTicket ticket;
   Entry* entry = nullptr;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    ++stats_.submitted;
-    ticket.id = ++next_id_;
-    if (mode == SubmitMode::kBlock) {
-      room_cv_.wait(lock, [&] { return !accepting_ || HasRoomLocked(mode); });
-    }
-    auto owned = std::make_unique<Entry>();
-    entry = owned.get();
-    entry->id = ticket.id;
-    entry->done = std::move(done);
-    entry->arrival = time_->Now();
-    entries_.emplace(ticket.id, std::move(owned));
-    if (!accepting_) {
-      EndLocked(entry, Outcome::kCancelled,
-                Status(StatusCode::kCancelled, "the pipeline is shutting down"), &completions);
-    } else if (!HasRoomLocked(SubmitMode::kRefuse)) {
-      EndLocked(entry, Outcome::kRejectedQueueFull,
-                ResourceExhausted("queue full: " + std::to_string(max_preprocessing_) +
-                                  " requests are already waiting to be decoded; retry later"),
-                &completions);
-    } else {
-      ticket.accepted = true;
-      entry->priority = request.priority;
-      entry->client = std::move(request.client);
-      entry->latest_only = request.latest_only;
-      if (request.timeout > Duration::zero()) entry->deadline = entry->arrival + request.timeout;
-      entry->detect = request.detect ? *request.detect : default_detect_;
+    entry = AcceptLocked(request, std::move(done), mode, lock, &ticket, &completions);
+    if (entry != nullptr) {
       ++stats_.preprocessing;
       if (pre_pool_) ++handoffs_;
     }
@@ -215,6 +226,24 @@ SubmitTicket Pipeline::Submit(SubmitRequest request, ResultCallback done, Submit
   } else {
     Preprocess(entry, std::move(request.image));
   }
+  return ticket;
+}
+
+SubmitTicket Pipeline::SubmitPrepared(SubmitRequest request, PreparedCanvas prepared,
+                                      ResultCallback done, SubmitMode mode) {
+  Completions completions;
+  SubmitTicket ticket;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    Entry* entry = AcceptLocked(request, std::move(done), mode, lock, &ticket, &completions);
+    if (entry != nullptr) {
+      Admit(entry, std::move(prepared), &completions);
+      PumpLocked(&completions);
+    } else {
+      pool_.Release(std::move(prepared.canvas));
+    }
+  }
+  RunCompletions(&completions);
   return ticket;
 }
 

@@ -123,6 +123,11 @@ class Pipeline {
   // thread. Thread-safe.
   SubmitTicket Submit(SubmitRequest request, ResultCallback done,
                       SubmitMode mode = SubmitMode::kRefuse);
+  // The same for a picture already in its canvas (a video frame the caller scaled into a canvas
+  // of canvas_pool()): it goes straight to the scheduler, taking no pre-processing slot and no
+  // decoder. request.image is ignored. The canvas returns to the pool whatever the outcome.
+  SubmitTicket SubmitPrepared(SubmitRequest request, PreparedCanvas prepared, ResultCallback done,
+                              SubmitMode mode = SubmitMode::kRefuse);
   // Cancels a request that has not started running: a queued one ends as cancelled now, one still
   // decoding ends as cancelled when its decode finishes. False when it is unknown, already ended,
   // or already in a batch (too late). Thread-safe.
@@ -139,6 +144,8 @@ class Pipeline {
   // Thread-safe.
   int64_t ReleaseIdleMemory();
   const ShapeBuckets& buckets() const { return options_.buckets; }
+  // Where SubmitPrepared's canvases come from (and return to). Thread-safe.
+  CanvasPool& canvas_pool() { return pool_; }
   const scheduler::SchedulerConfig& scheduler_config() const { return options_.scheduler; }
   int instances() const { return static_cast<int>(workers_.size()); }
 
@@ -156,6 +163,11 @@ class Pipeline {
            std::unique_ptr<scheduler::BatchPolicy> policy);
   void Start();
 
+  // The part of Submit before pre-processing: waits for room (kBlock), creates the entry and
+  // accepts or ends it; requires mu_ (held by `lock`). nullptr when it ended at once.
+  Entry* AcceptLocked(SubmitRequest& request, ResultCallback done, SubmitMode mode,
+                      std::unique_lock<std::mutex>& lock, SubmitTicket* ticket,
+                      Completions* completions);
   void Preprocess(Entry* entry, ImageInput input);
   void Admit(Entry* entry, PreparedCanvas prepared, Completions* done);  // requires mu_
   void WorkerLoop(Worker* worker);

@@ -17,9 +17,18 @@ void RenderInto(const image::Image& src, const image::Letterbox& box, uint8_t* c
   const size_t row_bytes = static_cast<size_t>(box.canvas_width) * 3;
   const size_t content_bytes = static_cast<size_t>(box.content_width) * 3;
   for (int y = 0; y < box.content_height; ++y) {
-    uint8_t* row = canvas + y * row_bytes;
-    std::memcpy(row, content->pixel(0, y), content_bytes);
-    std::memset(row + content_bytes, 0, row_bytes - content_bytes);
+    std::memcpy(canvas + y * row_bytes, content->pixel(0, y), content_bytes);
+  }
+  ZeroPadding(box, canvas);
+}
+
+void ZeroPadding(const image::Letterbox& box, uint8_t* canvas) {
+  const size_t row_bytes = static_cast<size_t>(box.canvas_width) * 3;
+  const size_t content_bytes = static_cast<size_t>(box.content_width) * 3;
+  if (content_bytes < row_bytes) {
+    for (int y = 0; y < box.content_height; ++y) {
+      std::memset(canvas + y * row_bytes + content_bytes, 0, row_bytes - content_bytes);
+    }
   }
   std::memset(canvas + box.content_height * row_bytes, 0,
               (box.canvas_height - box.content_height) * row_bytes);

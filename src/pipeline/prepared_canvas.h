@@ -50,4 +50,8 @@ StatusOr<PreparedCanvas> PrepareCanvas(ImageInput input, const ShapeBuckets& buc
 // padding included.
 void RenderInto(const image::Image& src, const image::Letterbox& letterbox, uint8_t* canvas);
 
+// Zeroes the padding of `canvas` (right of and below the letterbox's content), for producers that
+// write the content themselves (video frames scaled in place by swscale).
+void ZeroPadding(const image::Letterbox& letterbox, uint8_t* canvas);
+
 }  // namespace mogserve::pipeline

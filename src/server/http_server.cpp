@@ -15,6 +15,7 @@
 #include "server/http/listener.h"
 #include "server/oip.h"
 #include "server/result_json.h"
+#include "server/stream_routes.h"
 #include "server/web_ui.h"
 
 namespace mogserve::server {
@@ -61,6 +62,8 @@ enum class Route {
   kModels,
   kStats,
   kEvents,
+  kStreams,  // /v1/streams
+  kStream,   // /v1/streams/{id}
   kWebUi,
   // The Open Inference Protocol (oip.h): /v2, /v2/health/{live,ready},
   // /v2/models/{name}[/versions/1][/ready|/infer].
@@ -74,18 +77,14 @@ enum class Route {
 struct RouteEntry {
   const char* path;
   Route route;
-  const char* method;
+  const char* method;  // one method, or several separated by ','
 };
 constexpr RouteEntry kRoutes[] = {
-    {"/v1/detect", Route::kDetect, "POST"},
-    {"/v1/detect/ws", Route::kDetectWebSocket, "GET"},
-    {"/healthz", Route::kHealthz, "GET"},
-    {"/readyz", Route::kReadyz, "GET"},
-    {"/metrics", Route::kMetrics, "GET"},
-    {"/v1/models", Route::kModels, "GET"},
-    {"/v1/stats", Route::kStats, "GET"},
-    {"/v1/events", Route::kEvents, "GET"},
-    {"/", Route::kWebUi, "GET"},
+    {"/v1/detect", Route::kDetect, "POST"},       {"/v1/detect/ws", Route::kDetectWebSocket, "GET"},
+    {"/healthz", Route::kHealthz, "GET"},         {"/readyz", Route::kReadyz, "GET"},
+    {"/metrics", Route::kMetrics, "GET"},         {"/v1/models", Route::kModels, "GET"},
+    {"/v1/stats", Route::kStats, "GET"},          {"/v1/events", Route::kEvents, "GET"},
+    {"/v1/streams", Route::kStreams, "GET,POST"}, {"/", Route::kWebUi, "GET"},
 };
 
 // The /v2 routes; their `path` is the metrics label (the model name stays out of labels).
@@ -143,11 +142,33 @@ const RouteEntry* FindRoute(std::string_view path) {
   }
   static constexpr RouteEntry kUi = {"/ui", Route::kWebUi, "GET"};
   if (path == "/ui" || path.rfind("/ui/", 0) == 0) return &kUi;
+  static constexpr RouteEntry kStream = {"/v1/streams/", Route::kStream, "GET,DELETE"};
+  if (path.size() > 12 && path.rfind("/v1/streams/", 0) == 0) return &kStream;
   return nullptr;
 }
 
 bool MethodAllowed(const RouteEntry& e, std::string_view method) {
-  return method == e.method || (method == "HEAD" && std::string_view(e.method) == "GET");
+  std::string_view methods = e.method;
+  while (!methods.empty()) {
+    const size_t comma = methods.find(',');
+    const std::string_view m = methods.substr(0, comma);
+    if (method == m || (method == "HEAD" && m == "GET")) return true;
+    methods = comma == std::string_view::npos ? "" : methods.substr(comma + 1);
+  }
+  return false;
+}
+
+// The Allow header of a route: its methods, and HEAD with GET.
+std::string AllowedMethods(const RouteEntry& e) {
+  std::string allow;
+  std::string_view methods = e.method;
+  while (!methods.empty()) {
+    const size_t comma = methods.find(',');
+    const std::string_view m = methods.substr(0, comma);
+    allow += (allow.empty() ? "" : ", ") + std::string(m) + (m == "GET" ? ", HEAD" : "");
+    methods = comma == std::string_view::npos ? "" : methods.substr(comma + 1);
+  }
+  return allow;
 }
 
 // The route label for metrics: known paths as they are, the rest folded into one value so a
@@ -356,7 +377,7 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
   if (head.method == "OPTIONS" && !options_.cors_origin.empty()) {
     HttpResponse r;  // a CORS preflight, answered for any path
     r.status = 204;
-    r.SetHeader("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    r.SetHeader("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
     r.SetHeader("Access-Control-Allow-Headers", "Authorization, Content-Type");
     r.SetHeader("Access-Control-Max-Age", "600");
     return r;
@@ -370,11 +391,12 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
   const RouteEntry* route = FindRoute(head.path);
   if (route == nullptr) return refuse(404, "not_found", "no route " + head.method + " " + head.path);
   if (!MethodAllowed(*route, head.method)) {
-    const bool get = std::string_view(route->method) == "GET";
+    const std::string allow = AllowedMethods(*route);
+    const bool get_only = std::string_view(route->method) == "GET";
     HttpResponse r = refuse(
         405, "method_not_allowed",
-        head.path + " answers " + (get ? "GET and HEAD" : route->method) + ", not " + head.method);
-    r.SetHeader("Allow", get ? "GET, HEAD" : route->method);
+        head.path + " answers " + (get_only ? "GET and HEAD" : allow) + ", not " + head.method);
+    r.SetHeader("Allow", allow);
     return r;
   }
   const bool needs_key = head.path.rfind("/v1/", 0) == 0 ||
@@ -404,6 +426,12 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
       r.SetHeader("Retry-After", "5");
       return r;
     }
+  }
+  if ((route->route == Route::kStreams || route->route == Route::kStream) &&
+      streams_.load() == nullptr) {
+    return http::JsonError(404, "not_found",
+                           "this server has no video streams (" + head.path +
+                               "): mogserve serve was built without video");
   }
   if (route->route == Route::kDetectWebSocket) {
     if (!ready()) return NotReady();
@@ -473,6 +501,9 @@ void HttpServer::Handle(HttpRequest request, http::Responder respond) {
       }
       return;
     }
+    case Route::kStreams:
+    case Route::kStream:
+      return respond(HandleStreamRequest(*streams_.load(), request));
     case Route::kWebUi:
       return respond(WebAssetResponse(request));
     case Route::kV2Server:
@@ -491,6 +522,10 @@ void HttpServer::Handle(HttpRequest request, http::Responder respond) {
     case Route::kV2Infer:
       return Infer(std::move(request), respond);
   }
+}
+
+void HttpServer::SetStreams(video::StreamRegistry* streams) {
+  streams_ = streams;
 }
 
 std::unique_ptr<http::WebSocketHandler> HttpServer::AcceptWebSocket(

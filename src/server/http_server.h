@@ -10,6 +10,7 @@
 //   GET  /v1/models   what runs: model, variant, device, precision, input policy, buffer plan
 //   GET  /v1/stats    JSON for the web UI's dashboard (and connections, memory)
 //   GET  /v1/events   the same, pushed as Server-Sent Events every ?interval_ms (stats_events.h)
+//   /v1/streams, /v1/streams/{id}  video streams: list, add, get, delete (stream_routes.h)
 //   GET  /, /ui/...   the web UI
 //   /v2/...           the Open Inference Protocol (KServe v2) REST API (oip.h): server and model
 //                     metadata, health, POST /v2/models/{name}[/versions/1]/infer (JSON and
@@ -49,6 +50,11 @@ namespace mogserve::server {
 namespace http {
 class Listener;
 }
+}  // namespace mogserve::server
+namespace mogserve::video {
+class StreamRegistry;
+}
+namespace mogserve::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -103,6 +109,9 @@ class HttpServer : private http::HttpHandler {
   void SetPipeline(pipeline::Pipeline* pipeline, std::vector<engine::Engine*> engines,
                    ModelDescription model);
   bool ready() const { return pipeline_.load() != nullptr; }
+  // Serves /v1/streams from `streams` (not owned; must stay alive until Serve returns); until
+  // then, and without video support, those routes answer 404.
+  void SetStreams(video::StreamRegistry* streams);
 
  private:
   // http::HttpHandler.
@@ -137,6 +146,7 @@ class HttpServer : private http::HttpHandler {
   int admin_port_ = 0;
   std::unique_ptr<StatsEvents> events_;  // GET /v1/events
   std::atomic<pipeline::Pipeline*> pipeline_{nullptr};
+  std::atomic<video::StreamRegistry*> streams_{nullptr};
   std::vector<engine::Engine*> engines_;  // written once before pipeline_ is published
   ModelDescription model_;                // same
   int64_t idle_rss_bytes_ = 0;            // same

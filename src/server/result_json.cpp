@@ -3,16 +3,13 @@
 #include <cmath>
 
 namespace mogserve::server {
-namespace {
 
-// Rounds to `decimals` places. Dividing by the exact power of ten (rather than multiplying by
-// 0.01) yields the double nearest the decimal value, which JSON then prints short.
+// Dividing by the exact power of ten (rather than multiplying by 0.01) yields the double nearest
+// the decimal value, which JSON then prints short.
 double Round(double v, int decimals) {
   const double scale = std::pow(10.0, decimals);
   return std::round(v * scale) / scale;
 }
-
-}  // namespace
 
 nlohmann::json ResultToJson(const DetectResult& result, bool include_timing) {
   nlohmann::json faces = nlohmann::json::array();

@@ -9,6 +9,9 @@
 
 namespace mogserve::server {
 
+// `v` rounded to `decimals` places, as the double JSON prints shortest (0.01 → "0.01").
+double Round(double v, int decimals);
+
 // {"width","height","faces":[{"box":[x1,y1,x2,y2],"score"}]}; coordinates rounded to 0.01 px,
 // scores to 1e-4. With include_timing, adds "timing":{...}.
 nlohmann::json ResultToJson(const DetectResult& result, bool include_timing);

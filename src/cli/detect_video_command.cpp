@@ -1,0 +1,297 @@
+// `mogserve detect-video SOURCE...`: faces in video files and live streams, one JSON line per
+// detected frame. Every source is a StreamIngest (video/stream_ingest.h) feeding one shared
+// pipeline as the stream class; files are read in bulk (every frame, in order) unless
+// --realtime, live URLs until they end or SIGINT/SIGTERM.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <functional>
+#include <iostream>
+#include <mutex>
+#include <optional>
+
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "cli/output_file.h"
+#include "cli/progress_bar.h"
+#include "cli/shutdown_signals.h"
+#include "server/result_json.h"
+#ifdef MOGSERVE_WITH_VIDEO
+#include "pipeline/pipeline.h"
+#include "scheduler/scheduler_config.h"
+#include "video/stream_ingest.h"
+#endif
+
+namespace mogserve::cli {
+namespace {
+
+struct DetectVideoFlags {
+  std::vector<std::string> sources;
+  BatchJobFlags job;
+  double detect_fps = 0;
+  bool realtime = false;
+  double open_timeout_s = 10;
+  double io_timeout_s = 5;
+  std::string rtsp_transport = "tcp";
+  std::vector<std::string> codecs = {"h264", "hevc", "mjpeg"};
+  double frame_timeout_s = 1;
+  bool quiet = false;
+  EngineFlags engine;
+  InputFlags input;
+};
+
+#ifdef MOGSERVE_WITH_VIDEO
+
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000)));
+}
+
+nlohmann::json FrameLine(const video::FrameResult& r) {
+  nlohmann::json line = server::ResultToJson(r.result.result, false);  // width, height, faces
+  const DetectTiming& t = r.result.result.timing;
+  line["stream"] = r.stream;
+  line["seq"] = r.seq;
+  line["frame"] = r.frame.index;
+  line["pts"] = server::Round(r.frame.pts_s, 6);
+  line["received_at"] = server::Round(
+      std::chrono::duration<double>(r.frame.received_at.time_since_epoch()).count(), 3);
+  line["latency_ms"] = {{"total", server::Round(r.latency_ms, 2)},
+                        {"decode", server::Round(r.frame.decode_ms, 2)},
+                        {"scale", server::Round(r.scale_ms, 2)},
+                        {"queue", server::Round(t.queue_ms, 2)},
+                        {"inference", server::Round(t.inference_ms, 2)},
+                        {"postprocess", server::Round(t.postprocess_ms, 2)}};
+  line["batch_size"] = t.batch_size;
+  line["skipped"] = r.skipped;
+  return line;
+}
+
+pipeline::PipelineOptions ToPipelineOptions(const DetectVideoFlags& flags,
+                                            const pipeline::ShapeBuckets& buckets,
+                                            scheduler::Policy policy, int instances) {
+  pipeline::PipelineOptions p;
+  p.buckets = buckets;
+  p.scheduler.policy = policy;
+  p.scheduler.max_batch_size = flags.job.batch_size;
+  // Bulk files block on this (backpressure: a few batches ahead of the engines); paced streams
+  // hold at most one queued frame each.
+  p.scheduler.queue_capacity_requests =
+      std::max<int64_t>(3 * flags.job.batch_size * instances, 2 * flags.sources.size());
+  p.scheduler.queue_capacity_bytes = 0;
+  p.scheduler.default_timeout =
+      pipeline::Duration::zero();  // paced frames carry their own deadline
+  p.preprocess_threads = 0;        // frames arrive as canvases: no decode pool
+  return p;
+}
+
+struct Totals {
+  int64_t frames = 0;    // read: decoded + corrupt
+  int64_t expected = 0;  // announced by the files
+  int64_t detected = 0;
+  bool all_known = true;  // every stream announced its frame count
+};
+
+Totals Sum(const std::vector<std::unique_ptr<video::StreamIngest>>& streams) {
+  Totals t;
+  for (const auto& s : streams) {
+    const video::IngestCounters c = s->counters();
+    t.frames += c.decoded + c.corrupt;
+    t.detected += c.detected;
+    t.expected += s->expected_frames();
+    if (s->expected_frames() == 0 && !s->finished()) t.all_known = false;
+  }
+  return t;
+}
+
+// Waits for every stream to end, stopping them all on SIGINT/SIGTERM; draws the progress bar of
+// files read in bulk.
+void AwaitStreams(const std::vector<std::unique_ptr<video::StreamIngest>>& streams,
+                  const sigset_t& signals, bool show_progress) {
+  std::optional<ProgressBar> bar;
+  auto all_finished = [&] {
+    for (const auto& s : streams) {
+      if (!s->finished()) return false;
+    }
+    return true;
+  };
+  while (!all_finished()) {
+    const timespec wait{0, 100'000'000};
+    if (sigtimedwait(&signals, nullptr, &wait) > 0) {
+      spdlog::info("stopping: no more frames are read; the ones submitted still finish");
+      for (const auto& s : streams) s->Stop();
+    }
+    const Totals t = Sum(streams);
+    if (show_progress && !bar && t.all_known) bar.emplace(t.expected, "frames", true);
+    if (bar) bar->Update(t.frames, "detected " + std::to_string(t.detected));
+  }
+  if (bar) bar->Finish("detected " + std::to_string(Sum(streams).detected));
+}
+
+void PrintSummary(const video::StreamIngest& s, const std::string& id) {
+  const video::IngestCounters c = s.counters();
+  std::fprintf(stderr,
+               "stream %s (%s): %lld frames decoded, %lld corrupt, %lld sampled out, %lld "
+               "detected, %lld superseded, %lld expired, %lld failed\n",
+               id.c_str(), s.display_url().c_str(), static_cast<long long>(c.decoded),
+               static_cast<long long>(c.corrupt), static_cast<long long>(c.sampled_out),
+               static_cast<long long>(c.detected), static_cast<long long>(c.superseded),
+               static_cast<long long>(c.expired), static_cast<long long>(c.failed));
+}
+
+using LineWriter = std::function<void(const nlohmann::json&)>;
+
+// One StreamIngest per source, stream "N" for the Nth, each writing its results as lines.
+std::vector<std::unique_ptr<video::StreamIngest>> StartStreams(const DetectVideoFlags& flags,
+                                                               pipeline::Pipeline& pipeline,
+                                                               const LineWriter& write_line) {
+  std::vector<std::unique_ptr<video::StreamIngest>> streams;
+  for (size_t i = 0; i < flags.sources.size(); ++i) {
+    video::IngestOptions o;
+    o.id = std::to_string(i);
+    o.source.url = flags.sources[i];
+    o.source.timeouts = {Millis(flags.open_timeout_s), Millis(flags.io_timeout_s)};
+    o.source.rtsp_transport =
+        flags.rtsp_transport == "udp" ? video::RtspTransport::kUdp : video::RtspTransport::kTcp;
+    o.source.codecs = flags.codecs;
+    o.detect_fps = flags.detect_fps;
+    o.realtime = flags.realtime;
+    o.frame_timeout = Millis(flags.frame_timeout_s);
+    streams.push_back(std::make_unique<video::StreamIngest>(
+        pipeline, std::move(o),
+        [&write_line](const video::FrameResult& r) { write_line(FrameLine(r)); }));
+  }
+  return streams;
+}
+
+// Waits for each stream's end; prints its summary and, for a failed one, its error (a line and
+// stderr). Returns the number of failed streams.
+int ReportEnds(const std::vector<std::unique_ptr<video::StreamIngest>>& streams, bool quiet,
+               const LineWriter& write_line) {
+  int failed = 0;
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const std::optional<video::VideoError> error = streams[i]->Wait();
+    if (!quiet) PrintSummary(*streams[i], std::to_string(i));
+    if (!error) continue;
+    ++failed;
+    nlohmann::json line = server::ErrorToJson(video::VideoErrorName(error->code), error->message);
+    line["stream"] = std::to_string(i);
+    write_line(line);
+    std::cerr << "error: stream " << i << ": " << video::VideoErrorName(error->code) << ": "
+              << error->message << "\n";
+  }
+  return failed;
+}
+
+int RunDetectVideo(const DetectVideoFlags& flags) {
+  const sigset_t signals = BlockShutdownSignals();
+  for (const std::string& source : flags.sources) {
+    auto scheme = video::ParseSourceScheme(source);
+    if (!scheme.ok()) {
+      std::cerr << "error: " << video::RedactCredentials(source) << ": "
+                << scheme.status().message() << "\n";
+      return kExitUsage;
+    }
+  }
+  auto policy = scheduler::ParsePolicy(flags.job.policy);
+  if (!policy.ok()) {
+    std::cerr << "error: --" << policy.status().message() << "\n";
+    return kExitUsage;
+  }
+  OutputFile output(flags.job.output);
+  if (!output.ok()) return kExitUsage;
+  std::ostream& out = output.stream();
+
+  auto created = CreateEngineInstances(flags.engine, flags.job.instances);
+  if (const int* code = std::get_if<int>(&created)) return *code;
+  const EngineInstances& engines = std::get<EngineInstances>(created);
+  const engine::Engine& first = *engines.all.front();
+  auto buckets = ToShapeBuckets(flags.input, first.info());
+  if (!buckets.ok()) {
+    std::cerr << "error: " << buckets.status().message() << "\n";
+    return kExitUsage;
+  }
+  pipeline::PipelineOptions options =
+      ToPipelineOptions(flags, *buckets, *policy, static_cast<int>(engines.all.size()));
+  options.detect = ToDetectOptions(flags.input, first.default_detect_options());
+  auto pipeline = pipeline::Pipeline::Create(engines.all, options);
+  if (!pipeline.ok()) {
+    std::cerr << "error: " << pipeline.status().message() << "\n";
+    return kExitFatal;
+  }
+
+  std::mutex out_mu;
+  const LineWriter write_line = [&](const nlohmann::json& line) {
+    std::lock_guard<std::mutex> lock(out_mu);
+    out << server::ToJsonLine(line) << "\n";
+  };
+  const std::vector<std::unique_ptr<video::StreamIngest>> streams =
+      StartStreams(flags, **pipeline, write_line);
+  bool any_paced = false;
+  for (const auto& s : streams) any_paced = any_paced || s->paced();
+  AwaitStreams(streams, signals, !any_paced && !flags.quiet && isatty(STDERR_FILENO));
+  const int failed = ReportEnds(streams, flags.quiet, write_line);
+  (*pipeline)->Shutdown(pipeline::ShutdownMode::kDrain);
+  out.flush();
+  if (!out) {
+    std::cerr << "error: writing the results failed\n";
+    return kExitFatal;
+  }
+  return failed > 0 ? kExitSomeFailed : kExitOk;
+}
+
+#else
+
+int RunDetectVideo(const DetectVideoFlags&) {
+  std::cerr << "error: this mogserve was built without video support (configure with "
+               "-DMOGSERVE_WITH_VIDEO=ON and FFmpeg's -dev packages: scripts/setup.sh)\n";
+  return kExitFatal;
+}
+
+#endif
+
+}  // namespace
+
+CommandRunner RegisterDetectVideoCommand(CLI::App& app) {
+  auto flags = std::make_shared<DetectVideoFlags>();
+  app.add_option("sources", flags->sources,
+                 "Video files and URLs: rtsp://, rtmp://, http(s):// (MPEG-TS, HLS, MJPEG), "
+                 "udp://, tcp:// (MPEG-TS)")
+      ->required();
+  AddBatchJobFlags(app, flags->job, "frames");
+  app.add_option("--detect-fps", flags->detect_fps,
+                 "Detect at most this many frames per second of video (0 = every frame)")
+      ->check(CLI::Range(0.0, 1000.0))
+      ->capture_default_str();
+  app.add_flag("--realtime", flags->realtime,
+               "Read files at their own frame rate, like a camera: frames the engine cannot keep "
+               "up with are superseded by newer ones (live URLs always are)");
+  app.add_option("--open-timeout", flags->open_timeout_s,
+                 "Seconds to connect to a source and find its first frame")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  app.add_option("--io-timeout", flags->io_timeout_s,
+                 "Seconds a read may wait for data before the source counts as timed out")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  app.add_option("--rtsp-transport", flags->rtsp_transport, "RTSP over tcp or udp")
+      ->check(CLI::IsMember({"tcp", "udp"}))
+      ->capture_default_str();
+  app.add_option("--video-codecs", flags->codecs,
+                 "Codecs decoded (FFmpeg names); a source in any other fails as "
+                 "unsupported_codec")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--frame-timeout", flags->frame_timeout_s,
+                 "Live and --realtime sources: seconds a frame may wait for the engine before "
+                 "it expires")
+      ->check(CLI::Range(0.001, 60.0))
+      ->capture_default_str();
+  app.add_flag("-q,--quiet", flags->quiet, "No progress bar and no summary on stderr");
+  AddEngineFlags(app, flags->engine);
+  AddInputFlags(app, flags->input);
+  return [flags] { return RunDetectVideo(*flags); };
+}
+
+}  // namespace mogserve::cli

@@ -1,0 +1,34 @@
+// The server's video streams: a video::StreamRegistry on the serving pipeline, holding the
+// streams of --stream ID=URL, handed to the HTTP server for /v1/streams. Without video support
+// (MOGSERVE_WITH_VIDEO off) --stream is refused and /v1/streams answers 404.
+#pragma once
+
+#include <memory>
+
+#include "cli/serving_stack.h"
+
+namespace mogserve::video {
+class StreamRegistry;
+}
+
+namespace mogserve::cli {
+
+class ServeStreams {
+ public:
+  // Checks --stream's ID=URL values before the model loads (a typo should not wait for the
+  // warm-up): InvalidArgument naming the flag.
+  static Status CheckFlags(const ServeFlags& flags);
+  // Starts --stream's streams and serves /v1/streams from them. InvalidArgument naming the
+  // flag for a malformed ID=URL, a bad id or URL scheme, or --stream without video support.
+  static StatusOr<std::unique_ptr<ServeStreams>> Start(const ServeFlags& flags,
+                                                       pipeline::Pipeline& pipeline,
+                                                       server::HttpServer& http);
+  // Stops every stream. Destroy after the HTTP server's Serve returned.
+  ~ServeStreams();
+
+ private:
+  ServeStreams() = default;
+  std::unique_ptr<video::StreamRegistry> registry_;
+};
+
+}  // namespace mogserve::cli

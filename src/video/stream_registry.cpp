@@ -1,0 +1,138 @@
+#include "video/stream_registry.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace mogserve::video {
+namespace {
+
+bool ValidId(const std::string& id) {
+  return !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
+}
+
+}  // namespace
+
+const char* StreamStateName(StreamState state) {
+  switch (state) {
+    case StreamState::kConnecting:
+      return "connecting";
+    case StreamState::kRunning:
+      return "running";
+    case StreamState::kEnded:
+      return "ended";
+    case StreamState::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
+
+// The ingest and what its results last said. The ingest's callback writes `last`; it is created
+// after `last` and destroyed before it.
+struct StreamRegistry::Stream {
+  mutable std::mutex mu;
+  StreamInfo last;  // last_frame, last_faces, last_latency_ms; guarded by mu
+  std::unique_ptr<StreamIngest> ingest;
+
+  StreamInfo Last() const {
+    std::lock_guard<std::mutex> lock(mu);
+    return last;
+  }
+};
+
+StreamRegistry::StreamRegistry(pipeline::Pipeline& pipeline, IngestOptions defaults,
+                               int max_streams)
+    : pipeline_(pipeline), defaults_(std::move(defaults)), max_streams_(max_streams) {}
+
+StreamRegistry::~StreamRegistry() {
+  std::map<std::string, std::shared_ptr<Stream>> streams;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    streams.swap(streams_);
+  }
+  for (auto& [id, s] : streams) s->ingest->Stop();  // all at once, then wait for each
+  streams.clear();
+}
+
+Status StreamRegistry::Add(const StreamConfig& config) {
+  if (!ValidId(config.id)) {
+    return InvalidArgument("stream id '" + RedactCredentials(config.id) +
+                           "' is not 1 to 64 of A-Z, a-z, 0-9, '_', '-', '.'");
+  }
+  StatusOr<SourceScheme> scheme = ParseSourceScheme(config.url);
+  if (!scheme.ok()) return Unsupported(scheme.status().message());
+  if (!(config.detect_fps >= 0)) return InvalidArgument("detect_fps must be >= 0");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (streams_.count(config.id) > 0) {
+    return FailedPrecondition("stream '" + config.id + "' exists already");
+  }
+  if (static_cast<int>(streams_.size()) >= max_streams_) {
+    return ResourceExhausted("already " + std::to_string(max_streams_) +
+                             " streams (--max-streams); remove one first");
+  }
+  IngestOptions o = defaults_;
+  o.id = config.id;
+  o.source.url = config.url;
+  o.detect_fps = config.detect_fps;
+  o.realtime = true;
+  auto stream = std::make_shared<Stream>();
+  Stream* s = stream.get();
+  s->ingest = std::make_unique<StreamIngest>(pipeline_, std::move(o), [s](const FrameResult& r) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    s->last.last_frame = r.frame.index;
+    s->last.last_faces = static_cast<int>(r.result.result.faces.size());
+    s->last.last_latency_ms = r.latency_ms;
+  });
+  streams_.emplace(config.id, std::move(stream));
+  return Status::Ok();
+}
+
+Status StreamRegistry::Remove(const std::string& id) {
+  std::shared_ptr<Stream> stream;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = streams_.find(id);
+    if (it == streams_.end()) return NotFound("no stream '" + id + "'");
+    stream = std::move(it->second);
+    streams_.erase(it);
+  }
+  stream->ingest->Stop();
+  stream->ingest->Wait();
+  return Status::Ok();
+}
+
+namespace {
+
+// Not under the stream's lock: the ingest calls the result callback (which takes it) under its
+// own lock, which counters() takes.
+StreamInfo Describe(const std::string& id, const StreamIngest& ingest, StreamInfo last) {
+  StreamInfo info = std::move(last);
+  info.id = id;
+  info.url = ingest.display_url();
+  info.counters = ingest.counters();
+  info.error = ingest.error();
+  info.state = info.error          ? StreamState::kFailed
+               : ingest.finished() ? StreamState::kEnded
+               : ingest.opened()   ? StreamState::kRunning
+                                   : StreamState::kConnecting;
+  return info;
+}
+
+}  // namespace
+
+std::vector<StreamInfo> StreamRegistry::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<StreamInfo> out;
+  for (const auto& [id, s] : streams_) out.push_back(Describe(id, *s->ingest, s->Last()));
+  return out;
+}
+
+StatusOr<StreamInfo> StreamRegistry::Get(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return NotFound("no stream '" + id + "'");
+  return Describe(id, *it->second->ingest, it->second->Last());
+}
+
+}  // namespace mogserve::video

@@ -1,0 +1,94 @@
+// VideoReader: one video source (file or live URL) opened, demuxed and decoded with FFmpeg, each
+// frame scaled (swscale) straight into a model canvas of the pipeline — the canvas an HTTP upload
+// would get from PrepareCanvas, from the same CanvasPool, with no intermediate picture.
+//
+// Blocking calls (open, probe, read) are bounded by an interrupt callback: each has a deadline
+// (SourceTimeouts), and Interrupt() from any thread ends the one in progress at once, so a
+// closing stream or a shutting-down process never waits on a silent socket.
+//
+// Thread-safety: one thread calls Open / Next / Scale; Interrupt may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeline/canvas_pool.h"
+#include "pipeline/prepared_canvas.h"
+#include "pipeline/shape_buckets.h"
+#include "video/source_url.h"
+#include "video/video_error.h"
+
+namespace mogserve::video {
+
+struct VideoSourceOptions {
+  std::string url;  // a path or a URL (source_url.h); may hold credentials
+  SourceTimeouts timeouts;
+  RtspTransport rtsp_transport = RtspTransport::kTcp;
+  // Codecs decoded, by FFmpeg's names; any other is kUnsupportedCodec.
+  std::vector<std::string> codecs = {"h264", "hevc", "mjpeg"};
+  // How much of a live source FFmpeg may read before the first frame: bounds start-up delay.
+  int64_t probe_size_bytes = 500'000;
+  std::chrono::milliseconds analyze_duration{1000};
+  // Decoder threads, slice-parallel only: frame threads would hold frames back (latency).
+  int decode_threads = 1;
+};
+
+struct FrameInfo {
+  int64_t index = 0;  // decoded frames since Open, 0-based, corrupt ones included
+  double pts_s = 0;   // presentation time in seconds since the stream's first frame
+  // When the packet that completed this frame was read: steady clock (latency) and wall clock.
+  std::chrono::steady_clock::time_point arrival{};
+  std::chrono::system_clock::time_point received_at{};
+  int width = 0;  // the source picture's size
+  int height = 0;
+  double decode_ms = 0;  // time in the decoder for this frame (not waiting for data)
+};
+
+struct ReaderCounters {
+  int64_t packets = 0;  // video packets read (after the first keyframe)
+  int64_t decoded = 0;  // frames out of the decoder, corrupt ones included
+  int64_t corrupt = 0;  // frames the decoder flagged as damaged: skipped
+};
+
+class VideoReader {
+ public:
+  explicit VideoReader(VideoSourceOptions options);
+  ~VideoReader();
+  VideoReader(const VideoReader&) = delete;
+  VideoReader& operator=(const VideoReader&) = delete;
+
+  // Opens the source, probes it, finds its video stream and decoder. nullopt on success.
+  std::optional<VideoError> Open();
+
+  enum class ReadState { kFrame, kEnded, kFailed };
+  // Reads and decodes until the next undamaged frame. kEnded at the end of the stream (a file's
+  // end, a live source closing cleanly); kFailed with error() otherwise.
+  ReadState Next(FrameInfo* frame);
+  // The frame Next last returned, letterboxed into its bucket's canvas (a buffer of `pool`,
+  // zero padding right and bottom). Timing: preprocess_ms is the scale; decode_ms the frame's.
+  pipeline::PreparedCanvas Scale(const pipeline::ShapeBuckets& buckets, pipeline::CanvasPool& pool);
+
+  // Ends the blocking call in progress (and every later one) with kCancelled. Any thread.
+  void Interrupt();
+
+  const VideoError& error() const;
+  // The source as it may be shown: credentials removed.
+  const std::string& display_url() const;
+  // The decoder's codec name ("h264"); empty before Open succeeds.
+  std::string codec_name() const;
+  // Frames the container announces (files), 0 when unknown (live sources).
+  int64_t expected_frames() const;
+  // The stream's nominal frame rate, 0 when unknown.
+  double frame_rate() const;
+  ReaderCounters counters() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mogserve::video

@@ -1,0 +1,235 @@
+// `mogserve detect-video` end to end: the real binary and the embedded SSD on the test clip, read
+// as a file and over a loopback stream, and its failures.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cmath>
+#include <thread>
+
+#include "clips.h"
+#include "e2e_support.h"
+#include "loopback.h"
+
+namespace mogserve::e2e {
+namespace {
+
+using std::chrono::milliseconds;
+using video::testing::ClipPath;
+
+std::vector<std::string> DetectVideoArgs(std::vector<std::string> args) {
+  args.insert(args.begin(), {"detect-video", "--model-dir", TestModelDir(), "-q"});
+  return args;
+}
+
+// The clip's content (make_clip.sh) as the SSD sees it at its default threshold: frames 0-99
+// hold sample1.jpg's 3 faces and Grace Hopper, 100-199 sample4.jpg's 4 (one may leave the
+// panning view) and Grace Hopper, 200-249 a coffee cup. Grace Hopper's face moves right by 4 px
+// a frame: x1 = 126 + 100 t (t = frame / 25) within -3..+4 px, y from about 450 to 565; a
+// result attributed to a neighbouring frame would miss it by 4 px per frame, so ±8 px proves
+// each result is its own frame's.
+void ExpectClipFrame(const nlohmann::json& line) {
+  const int frame = line.at("frame").get<int>();
+  const auto& faces = line.at("faces");
+  SCOPED_TRACE("frame " + std::to_string(frame) + ": " + line.dump());
+  EXPECT_EQ(line.at("width"), 1280);
+  EXPECT_EQ(line.at("height"), 720);
+  EXPECT_NEAR(line.at("pts").get<double>(), frame / 25.0, 1e-3);
+  if (frame >= 200) {
+    EXPECT_EQ(faces.size(), 0u);
+    return;
+  }
+  if (frame < 100) {
+    EXPECT_EQ(faces.size(), 4u);
+  } else {
+    EXPECT_TRUE(faces.size() == 4u || faces.size() == 5u) << faces.size();
+  }
+  const double expected_x1 = 126 + 4.0 * frame;
+  int hopper = 0;
+  for (const auto& face : faces) {
+    const auto& box = face.at("box");
+    const double x1 = box[0], y1 = box[1], y2 = box[3];
+    if (std::abs(y1 - 450) < 25 && std::abs(y2 - 565) < 25 && std::abs(x1 - expected_x1) <= 8) {
+      ++hopper;
+    }
+  }
+  EXPECT_EQ(hopper, 1) << "Grace Hopper's face not at x1 = " << expected_x1;
+}
+
+TEST(DetectVideo, FileGivesEveryFrameInOrderWithItsOwnFaces) {
+  TempDir dir;
+  const ProcessResult r =
+      RunMogserve(DetectVideoArgs({ClipPath("clip.mp4"), "-o", dir / "out.jsonl"}));
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  const std::vector<nlohmann::json> lines = ParseJsonLines(ReadText(dir.path() / "out.jsonl"));
+  ASSERT_EQ(lines.size(), 250u);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const nlohmann::json& line = lines[i];
+    ASSERT_EQ(line.at("frame"), i);
+    EXPECT_EQ(line.at("seq"), i);
+    EXPECT_EQ(line.at("stream"), "0");
+    EXPECT_EQ(line.at("skipped"), 0);
+    EXPECT_GE(line.at("batch_size").get<int>(), 1);
+    EXPECT_GT(line.at("latency_ms").at("total").get<double>(), 0);
+    EXPECT_GT(line.at("latency_ms").at("inference").get<double>(), 0);
+    EXPECT_GT(line.at("received_at").get<double>(), 1.7e9);  // wall clock, seconds
+    ExpectClipFrame(line);
+  }
+}
+
+TEST(DetectVideo, DetectFpsSamplesFramesAndCountsTheSkipped) {
+  const ProcessResult r =
+      RunMogserve(DetectVideoArgs({ClipPath("clip_hevc.mp4"), "--detect-fps", "5"}));
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  const std::vector<nlohmann::json> lines = ParseJsonLines(r.out);
+  ASSERT_EQ(lines.size(), 50u);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i].at("frame"), 5 * i);
+    EXPECT_EQ(lines[i].at("skipped"), i == 0 ? 0 : 4);
+    ExpectClipFrame(lines[i]);
+  }
+}
+
+TEST(DetectVideo, RealtimePacesAFileLikeACamera) {
+  const auto start = std::chrono::steady_clock::now();
+  const ProcessResult r =
+      RunMogserve(DetectVideoArgs({ClipPath("clip.mp4"), "--realtime", "--detect-fps", "5"}));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_GE(seconds, 9.5);  // 10 s of video, read at its own rate
+  const std::vector<nlohmann::json> lines = ParseJsonLines(r.out);
+  ASSERT_GE(lines.size(), 40u);  // a loaded machine may lose a few to supersession
+  // Each frame arrived when it was due: arrival times follow the presentation times.
+  const double t0 =
+      lines.front().at("received_at").get<double>() - lines.front().at("pts").get<double>();
+  for (const nlohmann::json& line : lines) {
+    EXPECT_NEAR(line.at("received_at").get<double>() - line.at("pts").get<double>(), t0, 0.3);
+    EXPECT_LT(line.at("latency_ms").at("total").get<double>(), 1000);  // --frame-timeout
+    ExpectClipFrame(line);
+  }
+}
+
+// A live source over loopback: ffmpeg publishes the clip at real time (-re) as a one-client
+// server, and detect-video connects to it as to a camera.
+struct LiveSource {
+  const char* name;
+  std::vector<std::string> output;  // ffmpeg's output options; PORT is replaced by the port
+  std::string url;                  // what detect-video opens
+};
+
+void PrintTo(const LiveSource& source, std::ostream* os) {
+  *os << source.name;
+}
+
+std::string WithPort(std::string text, int port) {
+  const size_t at = text.find("PORT");
+  if (at != std::string::npos) text.replace(at, 4, std::to_string(port));
+  return text;
+}
+
+class LiveSourceTest : public ::testing::TestWithParam<LiveSource> {};
+
+TEST_P(LiveSourceTest, GivesTheClipsFacesOnTheirFrames) {
+  const LiveSource& source = GetParam();
+  const int port = video::testing::ClosedTcpPort();
+  std::vector<std::string> args = {"-nostdin", "-v", "error", "-re", "-i", ClipPath("clip.mp4")};
+  for (const std::string& a : source.output) args.push_back(WithPort(a, port));
+  ChildProcess publisher;
+  ASSERT_TRUE(publisher.Start(MOGSERVE_FFMPEG, args)) << publisher.spawn_error();
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!video::testing::IsListening(port) && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_TRUE(video::testing::IsListening(port)) << "ffmpeg does not listen on " << port;
+  const ProcessResult r =
+      RunMogserve(DetectVideoArgs({WithPort(source.url, port), "--detect-fps", "5"}));
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  const std::vector<nlohmann::json> lines = ParseJsonLines(r.out);
+  // Paced at 25 fps, sampled at 5: 50 frames, of which a loaded machine may lose a few to
+  // supersession; each one that is there must be right.
+  EXPECT_GE(lines.size(), 40u);
+  EXPECT_LE(lines.size(), 50u);
+  int previous = -1;
+  for (const nlohmann::json& line : lines) {
+    const int frame = line.at("frame");
+    EXPECT_GT(frame, previous);
+    previous = frame;
+    EXPECT_EQ(frame % 5, 0);
+    ExpectClipFrame(line);
+  }
+  publisher.Wait(std::chrono::seconds(5));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Loopback, LiveSourceTest,
+    ::testing::Values(
+        LiveSource{"TcpMpegTs",
+                   {"-c", "copy", "-f", "mpegts", "tcp://127.0.0.1:PORT?listen=1"},
+                   "tcp://127.0.0.1:PORT"},
+        LiveSource{"HttpMpegTs",
+                   {"-c", "copy", "-f", "mpegts", "-listen", "1", "http://127.0.0.1:PORT/live.ts"},
+                   "http://127.0.0.1:PORT/live.ts"},
+        LiveSource{"HttpMjpeg",
+                   {"-c:v", "mjpeg", "-q:v", "5", "-f", "mpjpeg", "-listen", "1",
+                    "http://127.0.0.1:PORT/cam.mjpg"},
+                   "http://127.0.0.1:PORT/cam.mjpg"},
+        LiveSource{"RtmpFlv",
+                   {"-c", "copy", "-f", "flv", "-listen", "1", "rtmp://127.0.0.1:PORT/live/cam1"},
+                   "rtmp://127.0.0.1:PORT/live/cam1"}),
+    [](const ::testing::TestParamInfo<LiveSource>& info) { return std::string(info.param.name); });
+
+TEST(DetectVideo, BadSourcesFailWithClearErrors) {
+  TempDir dir;
+  const int port = video::testing::ClosedTcpPort();
+  const std::string camera = "rtsp://admin:s3cret@127.0.0.1:" + std::to_string(port) + "/live";
+  // A healthy source beside them is unaffected.
+  const ProcessResult r =
+      RunMogserve(DetectVideoArgs({"/nonexistent/clip.mp4", ClipPath("clip_mpeg4.mp4"), camera,
+                                   ClipPath("clip.mp4"), "--detect-fps", "5"}));
+  EXPECT_EQ(r.exit_code, 1) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "stream 0: not_found")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "stream 1: unsupported_codec: video codec 'mpeg4'")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "stream 2: unreachable")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "rtsp://***@127.0.0.1")) << r.err;
+  EXPECT_FALSE(Contains(r.err + r.out, "s3cret"));
+  std::vector<nlohmann::json> errors;
+  int healthy = 0;
+  for (const nlohmann::json& line : ParseJsonLines(r.out)) {
+    if (line.contains("error")) {
+      errors.push_back(line);
+    } else {
+      EXPECT_EQ(line.at("stream"), "3");
+      ExpectClipFrame(line);
+      ++healthy;
+    }
+  }
+  EXPECT_EQ(healthy, 50);
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_EQ(errors[0].at("stream"), "0");
+  EXPECT_EQ(errors[0].at("error").at("code"), "not_found");
+  EXPECT_EQ(errors[1].at("error").at("code"), "unsupported_codec");
+  EXPECT_EQ(errors[2].at("error").at("code"), "unreachable");
+
+  const ProcessResult scheme = RunMogserve(DetectVideoArgs({"gopher://u:pw@host/x"}));
+  EXPECT_EQ(scheme.exit_code, 2) << scheme.Describe();
+  EXPECT_TRUE(Contains(scheme.err, "unsupported video source scheme 'gopher://'")) << scheme.err;
+  EXPECT_FALSE(Contains(scheme.err, "pw@"));
+}
+
+TEST(DetectVideo, SigintStopsALiveSourceCleanly) {
+  video::testing::SilentListener silent;
+  ChildProcess child;
+  ASSERT_TRUE(child.Start(MogserveBinary(),
+                          DetectVideoArgs({"tcp://127.0.0.1:" + std::to_string(silent.port()),
+                                           "--open-timeout", "60", "--io-timeout", "60"})));
+  std::this_thread::sleep_for(milliseconds(1500));  // the model loads, the source is opened
+  ASSERT_TRUE(child.Running());
+  const auto start = std::chrono::steady_clock::now();
+  child.Signal(SIGINT);
+  const ProcessResult r = child.Wait(std::chrono::seconds(10));
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+}  // namespace
+}  // namespace mogserve::e2e

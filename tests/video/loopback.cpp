@@ -1,0 +1,102 @@
+#include "loopback.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+namespace mogserve::video::testing {
+namespace {
+
+// A socket listening on 127.0.0.1:0; its port in *port.
+int ListenOnLoopback(int* port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(fd, 16) != 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    throw std::runtime_error("cannot listen on 127.0.0.1");
+  }
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+}  // namespace
+
+int ClosedTcpPort() {
+  int port = 0;
+  close(ListenOnLoopback(&port));
+  return port;
+}
+
+bool IsListening(int port) {
+  std::ifstream table("/proc/net/tcp");
+  char wanted[32];
+  std::snprintf(wanted, sizeof(wanted), "0100007F:%04X", port);  // 127.0.0.1, little-endian
+  std::string line;
+  while (std::getline(table, line)) {
+    char local[64] = {}, remote[64] = {};
+    unsigned state = 0;
+    if (std::sscanf(line.c_str(), "%*d: %63s %63s %x", local, remote, &state) == 3 &&
+        std::string(local) == wanted && state == 0x0A) {  // TCP_LISTEN
+      return true;
+    }
+  }
+  return false;
+}
+
+// port_ is written in the body: a member initialiser would run before port_'s own (= 0).
+SilentListener::SilentListener() {
+  fd_ = ListenOnLoopback(&port_);
+}
+
+SilentListener::~SilentListener() {
+  close(fd_);
+}
+
+FixedStatusHttpServer::FixedStatusHttpServer(std::string status_line)
+    : status_line_(std::move(status_line)) {
+  fd_ = ListenOnLoopback(&port_);
+  thread_ = std::thread([this] { Serve(); });
+}
+
+FixedStatusHttpServer::~FixedStatusHttpServer() {
+  stop_ = true;
+  thread_.join();
+  close(fd_);
+}
+
+void FixedStatusHttpServer::Serve() {
+  while (!stop_) {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    const int client = accept(fd_, nullptr, nullptr);
+    if (client < 0) continue;
+    // Reads the request head (until the blank line) before answering, as a server would.
+    std::string head;
+    char buf[1024];
+    while (head.find("\r\n\r\n") == std::string::npos) {
+      pollfd c{client, POLLIN, 0};
+      if (poll(&c, 1, 2000) <= 0) break;
+      const ssize_t n = read(client, buf, sizeof(buf));
+      if (n <= 0) break;
+      head.append(buf, static_cast<size_t>(n));
+    }
+    ++requests_;
+    const std::string reply =
+        "HTTP/1.1 " + status_line_ + "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    (void)!write(client, reply.data(), reply.size());
+    close(client);
+  }
+}
+
+}  // namespace mogserve::video::testing

@@ -1,0 +1,165 @@
+#include "video/stream_ingest.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "clips.h"
+#include "loopback.h"
+#include "pipeline/fake_engine.h"
+
+namespace mogserve::video {
+namespace {
+
+using pipeline::testing::FakeEngine;
+using std::chrono::milliseconds;
+using testing::ClipPath;
+using testing::kClipFrames;
+
+pipeline::PipelineOptions Options() {
+  pipeline::PipelineOptions o;
+  o.buckets = pipeline::ShapeBuckets::FixedSquare(64);
+  o.scheduler.max_batch_size = 4;
+  o.scheduler.queue_capacity_requests = 8;
+  o.scheduler.default_timeout = pipeline::Duration::zero();
+  o.preprocess_threads = 0;
+  return o;
+}
+
+IngestOptions Ingest(const std::string& url) {
+  IngestOptions o;
+  o.id = "cam";
+  o.source.url = url;
+  return o;
+}
+
+// Collects the results a stream delivers.
+struct Results {
+  std::mutex mu;
+  std::vector<FrameResult> all;
+  StreamIngest::ResultCallback callback() {
+    return [this](const FrameResult& r) {
+      std::lock_guard<std::mutex> lock(mu);
+      all.push_back(r);
+    };
+  }
+};
+
+void ExpectIdentities(const IngestCounters& c) {
+  EXPECT_EQ(c.decoded, c.sampled_out + c.submitted);
+  EXPECT_EQ(c.submitted, c.detected + c.superseded + c.expired + c.failed);
+}
+
+TEST(StreamIngest, FileInBulkDetectsEveryFrameInOrder) {
+  FakeEngine engine(/*open=*/true);
+  auto pipeline = pipeline::Pipeline::Create({&engine}, Options());
+  ASSERT_TRUE(pipeline.ok());
+  Results results;
+  StreamIngest stream(**pipeline, Ingest(ClipPath("clip.mp4")), results.callback());
+  EXPECT_FALSE(stream.paced());
+  EXPECT_EQ(stream.Wait(), std::nullopt);
+  ASSERT_EQ(results.all.size(), static_cast<size_t>(kClipFrames));
+  for (int i = 0; i < kClipFrames; ++i) {
+    const FrameResult& r = results.all[i];
+    ASSERT_EQ(r.seq, i);
+    ASSERT_EQ(r.frame.index, i);
+    ASSERT_EQ(r.skipped, 0);
+    EXPECT_EQ(r.stream, "cam");
+    // The fake engine's one face spans the canvas content, mapped back to source pixels.
+    ASSERT_EQ(r.result.result.faces.size(), 1u);
+    EXPECT_NEAR(r.result.result.faces[0].x2, 1280, 1);
+    EXPECT_NEAR(r.result.result.faces[0].y2, 720, 1);
+    EXPECT_GE(r.latency_ms, r.result.result.timing.inference_ms);
+  }
+  const IngestCounters c = stream.counters();
+  EXPECT_EQ(c.decoded, kClipFrames);
+  EXPECT_EQ(c.detected, kClipFrames);
+  ExpectIdentities(c);
+  // Several frames of the one stream shared batches: bulk frames are not latest_only.
+  EXPECT_GT((*pipeline)->Stats().mean_batch_size(), 1.0);
+}
+
+TEST(StreamIngest, DetectFpsSamplesByPresentationTime) {
+  FakeEngine engine(/*open=*/true);
+  auto pipeline = pipeline::Pipeline::Create({&engine}, Options());
+  ASSERT_TRUE(pipeline.ok());
+  Results results;
+  IngestOptions o = Ingest(ClipPath("clip.mp4"));
+  o.detect_fps = 5;
+  StreamIngest stream(**pipeline, o, results.callback());
+  EXPECT_EQ(stream.Wait(), std::nullopt);
+  ASSERT_EQ(results.all.size(), 50u);
+  for (size_t i = 0; i < results.all.size(); ++i) {
+    EXPECT_EQ(results.all[i].frame.index, static_cast<int64_t>(5 * i));
+    EXPECT_EQ(results.all[i].skipped, i == 0 ? 0 : 4);
+  }
+  const IngestCounters c = stream.counters();
+  EXPECT_EQ(c.sampled_out, 200);
+  ExpectIdentities(c);
+}
+
+TEST(StreamIngest, RealtimeFramesAreSupersededBehindASlowEngine) {
+  FakeEngine engine(/*open=*/false);  // holds every batch until released
+  auto pipeline = pipeline::Pipeline::Create({&engine}, Options());
+  ASSERT_TRUE(pipeline.ok());
+  Results results;
+  IngestOptions o = Ingest(ClipPath("clip.mp4"));
+  o.realtime = true;
+  o.frame_timeout = milliseconds(60'000);
+  StreamIngest stream(**pipeline, o, results.callback());
+  EXPECT_TRUE(stream.paced());
+  engine.WaitForCalls(1);
+  // While the engine is stuck on the first frame, newer frames replace each other in the queue.
+  while (stream.counters().superseded < 5) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_EQ((*pipeline)->Stats().queue.total.requests, 1);  // at most one queued frame
+  engine.Open();
+  stream.Stop();
+  EXPECT_EQ(stream.Wait(), std::nullopt);
+  const IngestCounters c = stream.counters();
+  ExpectIdentities(c);
+  EXPECT_GE(c.superseded, 5);
+  EXPECT_EQ(c.expired, 0);
+  // Every frame not detected is counted in the `skipped` of the next result.
+  int64_t accounted = 0;
+  for (size_t i = 0; i < results.all.size(); ++i) {
+    if (i > 0) {
+      EXPECT_GT(results.all[i].frame.index, results.all[i - 1].frame.index);
+    }
+    accounted += 1 + results.all[i].skipped;
+  }
+  EXPECT_EQ(static_cast<int64_t>(results.all.size()), c.detected);
+  EXPECT_LE(accounted, c.decoded);
+  EXPECT_GE(accounted, c.decoded - c.superseded);
+}
+
+TEST(StreamIngest, StopEndsAStreamBlockedOnASilentSource) {
+  FakeEngine engine(/*open=*/true);
+  auto pipeline = pipeline::Pipeline::Create({&engine}, Options());
+  ASSERT_TRUE(pipeline.ok());
+  testing::SilentListener silent;
+  IngestOptions o = Ingest("tcp://127.0.0.1:" + std::to_string(silent.port()));
+  o.source.timeouts = {milliseconds(60'000), milliseconds(60'000)};
+  Results results;
+  StreamIngest stream(**pipeline, o, results.callback());
+  std::this_thread::sleep_for(milliseconds(200));
+  const auto start = std::chrono::steady_clock::now();
+  stream.Stop();
+  EXPECT_EQ(stream.Wait(), std::nullopt);  // stopped, not failed
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(1000));
+  EXPECT_TRUE(stream.finished());
+}
+
+TEST(StreamIngest, AFailingSourceReportsItsError) {
+  FakeEngine engine(/*open=*/true);
+  auto pipeline = pipeline::Pipeline::Create({&engine}, Options());
+  ASSERT_TRUE(pipeline.ok());
+  Results results;
+  StreamIngest stream(**pipeline, Ingest(ClipPath("clip_mpeg4.mp4")), results.callback());
+  std::optional<VideoError> error = stream.Wait();
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->code, VideoErrorCode::kUnsupportedCodec);
+  EXPECT_TRUE(results.all.empty());
+}
+
+}  // namespace
+}  // namespace mogserve::video
