@@ -4,6 +4,11 @@
 
 #ifdef MOGSERVE_WITH_VIDEO
 #include "video/stream_registry.h"
+#else
+namespace mogserve::video {
+// Without video the registry pointer stays null, but its deleter still needs a complete type.
+class StreamRegistry {};
+}  // namespace mogserve::video
 #endif
 
 namespace mogserve::cli {
@@ -78,6 +83,7 @@ StatusOr<std::unique_ptr<ServeStreams>> ServeStreams::Start(const ServeFlags& fl
 
 #endif
 
+ServeStreams::ServeStreams() = default;
 ServeStreams::~ServeStreams() = default;
 
 }  // namespace mogserve::cli

@@ -27,7 +27,7 @@ class ServeStreams {
   ~ServeStreams();
 
  private:
-  ServeStreams() = default;
+  ServeStreams();  // out of line: StreamRegistry is incomplete here (and absent without video)
   std::unique_ptr<video::StreamRegistry> registry_;
 };
 

@@ -21,6 +21,7 @@
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernels.h"
 #include "engine/cuda/program.h"
+#include "engine/model_engine.h"
 #include "model/layer_plan.h"
 
 namespace mogserve::engine::cuda {
@@ -186,13 +187,13 @@ struct Prepared {
   uint64_t last_use = 0;
 };
 
-class CudaEngine final : public Engine {
+class CudaEngine final : public ModelEngine {
  public:
   CudaEngine(EngineInfo info, std::shared_ptr<const model::FaceModel> model,
              std::shared_ptr<const GpuWeights> weights,
              std::shared_ptr<ConvAlgorithmCache> algorithms, const EngineOptions& options,
              int device)
-      : info_(std::move(info)), model_(std::move(model)), weights_(std::move(weights)),
+      : ModelEngine(std::move(info), std::move(model)), weights_(std::move(weights)),
         algorithms_(std::move(algorithms)), options_(options), device_(device),
         type_(StorageTypeOf(options.precision)) {}
 
@@ -220,16 +221,6 @@ class CudaEngine final : public Engine {
     return Status::Ok();
   }
 
-  const EngineInfo& info() const override { return info_; }
-  DetectOptions default_detect_options() const override { return model_->default_detect_options(); }
-
-  int64_t MacsPerImage(int width, int height) const override {
-    const int fixed = model_->fixed_side();
-    auto plan = model::LayerPlan::Create(model_->network(), fixed > 0 ? fixed : height,
-                                         fixed > 0 ? fixed : width);
-    return plan.ok() ? plan->total_macs() : 0;
-  }
-
   StatusOr<BatchOutputs> Forward(const CanvasBatch& batch) override {
     const int n = static_cast<int>(batch.canvases.size());
     if (n == 0) return InvalidArgument("empty batch");
@@ -251,13 +242,6 @@ class CudaEngine final : public Engine {
     MOGSERVE_RETURN_IF_ERROR(run);
     MOGSERVE_RETURN_IF_ERROR(synced);
     return Collect(batch, *p, n);
-  }
-
-  std::vector<Detection> Postprocess(const BatchOutputs& outputs, int row,
-                                     const image::Letterbox& letterbox,
-                                     const DetectOptions& options) const override {
-    return model_->Postprocess(outputs.scores_of(row), outputs.boxes_of(row), outputs.canvas_width,
-                               outputs.canvas_height, letterbox, options);
   }
 
   // Device memory. In use: what this instance holds between passes (the weights are counted
@@ -664,8 +648,6 @@ class CudaEngine final : public Engine {
     return o;
   }
 
-  EngineInfo info_;
-  std::shared_ptr<const model::FaceModel> model_;
   std::shared_ptr<const GpuWeights> weights_;
   std::shared_ptr<ConvAlgorithmCache> algorithms_;
   EngineOptions options_;

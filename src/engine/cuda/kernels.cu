@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/program.h"
 
 namespace mogserve::engine::cuda {
 namespace {
@@ -298,19 +299,9 @@ bool Valid(const NhwcShape& s) {
   return s.n > 0 && s.h > 0 && s.w > 0 && s.c > 0;
 }
 
-std::string Text(const NhwcShape& s) {
-  // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on "[" + string&&.
-  std::string text = "[";
-  for (int v : {s.n, s.h, s.w, s.c}) {
-    text += std::to_string(v);
-    text += ',';
-  }
-  text.back() = ']';
-  return text;
-}
 
 Status BadShape(const char* what, const NhwcShape& s) {
-  return InvalidArgument(std::string(what) + ": every dimension must be >= 1, not " + Text(s));
+  return InvalidArgument(std::string(what) + ": every dimension must be >= 1, not " + ShapeText(s));
 }
 
 // Calls f(T{}) with T the C++ type of `type`.
@@ -338,7 +329,7 @@ Status LaunchPreprocess(const uint8_t* canvases, const int* picture_size,
     return InvalidArgument("pre-processing: null canvases, picture sizes or output");
   }
   if (!Valid(out_shape) || out_shape.c < 3) {
-    return InvalidArgument("pre-processing: output " + Text(out_shape) +
+    return InvalidArgument("pre-processing: output " + ShapeText(out_shape) +
                            " needs every dimension >= 1 and >= 3 channels");
   }
   const int blocks = Blocks(int64_t{out_shape.n} * out_shape.h * out_shape.w);
@@ -357,7 +348,7 @@ Status LaunchMaxPool(const void* in, const NhwcShape& in_shape, void* out,
   if (!Valid(in_shape)) return BadShape("max-pool input", in_shape);
   if (!Valid(out_shape)) return BadShape("max-pool output", out_shape);
   if (in_shape.n != out_shape.n || in_shape.c != out_shape.c) {
-    return InvalidArgument("max-pool: input " + Text(in_shape) + " and output " + Text(out_shape) +
+    return InvalidArgument("max-pool: input " + ShapeText(in_shape) + " and output " + ShapeText(out_shape) +
                            " differ in batch or channels");
   }
   if (kernel < 1 || stride < 1 || pad_top < 0 || pad_left < 0 || pad_top >= kernel ||
@@ -386,7 +377,7 @@ Status CheckGroupNorm(const char* what, const NhwcShape& shape, int channels, in
   if (!Valid(shape)) return BadShape(what, shape);
   if (groups < 1 || channels < groups || channels % groups != 0 || channels > shape.c) {
     return InvalidArgument(std::string(what) + ": " + std::to_string(channels) + " channels in " +
-                           std::to_string(groups) + " groups over " + Text(shape) +
+                           std::to_string(groups) + " groups over " + ShapeText(shape) +
                            ": need groups >= 1 dividing the channels, channels <= the stride");
   }
   return Status::Ok();
@@ -459,8 +450,8 @@ Status LaunchUpsampleAdd(const void* top, const NhwcShape& top_shape, const void
   if (!Valid(out_shape)) return BadShape("upsample-add output", out_shape);
   if (top_shape.n != out_shape.n || top_shape.c != out_shape.c || 2 * top_shape.h < out_shape.h ||
       2 * top_shape.w < out_shape.w) {
-    return InvalidArgument("upsample-add: top " + Text(top_shape) + " cannot cover output " +
-                           Text(out_shape) + " (need equal batch and channels, 2·top >= output)");
+    return InvalidArgument("upsample-add: top " + ShapeText(top_shape) + " cannot cover output " +
+                           ShapeText(out_shape) + " (need equal batch and channels, 2·top >= output)");
   }
   if (top == out) return InvalidArgument("upsample-add: the output cannot be the top map");
   Dispatch(type, [&](auto t) {
@@ -482,8 +473,8 @@ Status LaunchCopyChannels(const void* in, const NhwcShape& in_shape, int channel
       channels < 1 || channels > in_shape.c || channel_offset < 0 ||
       channel_offset + channels > out_shape.c) {
     return InvalidArgument("concat: " + std::to_string(channels) + " channels of " +
-                           Text(in_shape) + " at channel " + std::to_string(channel_offset) +
-                           " of " + Text(out_shape) + " do not fit");
+                           ShapeText(in_shape) + " at channel " + std::to_string(channel_offset) +
+                           " of " + ShapeText(out_shape) + " do not fit");
   }
   const int64_t pixels = int64_t{in_shape.n} * in_shape.h * in_shape.w;
   const int width = last_input ? out_shape.c - channel_offset : channels;
@@ -503,9 +494,9 @@ Status LaunchPad(const void* in, const NhwcShape& in_shape, void* out, const Nhw
   if (!Valid(out_shape)) return BadShape("pad output", out_shape);
   if (in_shape.n != out_shape.n || in_shape.c != out_shape.c || pad_top < 0 || pad_left < 0 ||
       out_shape.h < in_shape.h + pad_top || out_shape.w < in_shape.w + pad_left) {
-    return InvalidArgument("pad: input " + Text(in_shape) + " at row " + std::to_string(pad_top) +
+    return InvalidArgument("pad: input " + ShapeText(in_shape) + " at row " + std::to_string(pad_top) +
                            ", column " + std::to_string(pad_left) + " does not fit output " +
-                           Text(out_shape));
+                           ShapeText(out_shape));
   }
   if (in == out) return InvalidArgument("pad: the output cannot be the input");
   Dispatch(type, [&](auto t) {
@@ -555,8 +546,8 @@ Status LaunchOutputLevel(const void* score, const NhwcShape& score_shape, int sc
   if (!Valid(box_shape)) return BadShape("output stage boxes", box_shape);
   if (score_shape.n != box_shape.n || score_shape.h != box_shape.h ||
       score_shape.w != box_shape.w) {
-    return InvalidArgument("output stage: score map " + Text(score_shape) + " and box map " +
-                           Text(box_shape) + " differ in batch or size");
+    return InvalidArgument("output stage: score map " + ShapeText(score_shape) + " and box map " +
+                           ShapeText(box_shape) + " differ in batch or size");
   }
   const int64_t anchors = int64_t{score_shape.h} * score_shape.w * anchors_per_cell;
   if (anchors_per_cell < 1 || score_channel < 0 || box_channel < 0 ||

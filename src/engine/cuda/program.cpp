@@ -239,6 +239,17 @@ const char* StepKindName(StepKind kind) {
   return "?";
 }
 
+std::string ShapeText(const NhwcShape& s) {
+  // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on "[" + string&&.
+  std::string text = "[";
+  for (int v : {s.n, s.h, s.w, s.c}) {
+    text += std::to_string(v);
+    text += ',';
+  }
+  text.back() = ']';
+  return text;
+}
+
 PreprocessParams PreprocessParamsOf(const model::InputNormalization& normalization) {
   PreprocessParams p;
   for (int c = 0; c < 3; ++c) {

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/cuda/arena.h"
@@ -97,6 +98,9 @@ struct Program {
   int64_t conf_floats() const { return int64_t{batch} * anchors; }
   int64_t loc_floats() const { return conf_floats() * 4; }
 };
+
+// "[n,h,w,c]", for errors.
+std::string ShapeText(const NhwcShape& s);
 
 PreprocessParams PreprocessParamsOf(const model::InputNormalization& normalization);
 

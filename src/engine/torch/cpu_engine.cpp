@@ -14,6 +14,7 @@
 #include "common/cpu_info.h"
 #include "engine/caching_cpu_allocator.h"
 #include "engine/cpu_backend.h"
+#include "engine/model_engine.h"
 #include "engine/torch/plan_runner.h"
 #include "model/layer_plan.h"
 
@@ -46,21 +47,11 @@ Status InitCpuBackend(const CpuBackendOptions& options, int* threads) {
   return Status::Ok();
 }
 
-class CpuEngine final : public Engine {
+class CpuEngine final : public ModelEngine {
  public:
   CpuEngine(EngineInfo info, std::shared_ptr<const model::FaceModel> model,
             std::shared_ptr<const TorchWeights> weights)
-      : info_(std::move(info)), model_(std::move(model)), weights_(std::move(weights)) {}
-
-  const EngineInfo& info() const override { return info_; }
-  DetectOptions default_detect_options() const override { return model_->default_detect_options(); }
-
-  int64_t MacsPerImage(int width, int height) const override {
-    const int fixed = model_->fixed_side();
-    auto plan = model::LayerPlan::Create(model_->network(), fixed > 0 ? fixed : height,
-                                         fixed > 0 ? fixed : width);
-    return plan.ok() ? plan->total_macs() : 0;
-  }
+      : ModelEngine(std::move(info), std::move(model)), weights_(std::move(weights)) {}
 
   StatusOr<BatchOutputs> Forward(const CanvasBatch& batch) override {
     if (batch.canvases.empty()) return InvalidArgument("empty batch");
@@ -74,13 +65,6 @@ class CpuEngine final : public Engine {
     } catch (const c10::Error& e) {
       return Internal(std::string("forward pass failed: ") + e.what_without_backtrace());
     }
-  }
-
-  std::vector<Detection> Postprocess(const BatchOutputs& outputs, int row,
-                                     const image::Letterbox& letterbox,
-                                     const DetectOptions& options) const override {
-    return model_->Postprocess(outputs.scores_of(row), outputs.boxes_of(row), outputs.canvas_width,
-                               outputs.canvas_height, letterbox, options);
   }
 
   MemoryStats Memory() const override {
@@ -192,8 +176,6 @@ class CpuEngine final : public Engine {
     return o;
   }
 
-  EngineInfo info_;
-  std::shared_ptr<const model::FaceModel> model_;
   std::shared_ptr<const TorchWeights> weights_;
   at::Tensor staging_;
   std::map<std::pair<int, int>, model::LayerPlan> plans_;

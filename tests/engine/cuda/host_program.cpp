@@ -42,16 +42,6 @@ std::vector<float> DecodeAll(const std::vector<uint8_t>& bytes, StorageType type
   return out;
 }
 
-std::string Text(const NhwcShape& s) {
-  // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on "[" + string&&.
-  std::string text = "[";
-  for (int v : {s.n, s.h, s.w, s.c}) {
-    text += std::to_string(v);
-    text += ',';
-  }
-  text.back() = ']';
-  return text;
-}
 
 class HostRun {
  public:
@@ -77,7 +67,7 @@ class HostRun {
  private:
   Status Check(int64_t offset, const NhwcShape& s, const char* what) const {
     if (offset < 0 || offset + s.elements() * eb_ > p_.arena.total_bytes) {
-      return InvalidArgument(std::string(what) + " " + Text(s) + " at byte " +
+      return InvalidArgument(std::string(what) + " " + ShapeText(s) + " at byte " +
                              std::to_string(offset) + " is outside the arena of " +
                              std::to_string(p_.arena.total_bytes) + " bytes");
     }
@@ -177,7 +167,7 @@ class HostRun {
         g.in_channels != s.in_shape.c || g.out_channels != s.out_shape.c) {
       return InvalidArgument("weights [" + std::to_string(dw.out_channels) + " x " +
                              std::to_string(dw.in_channels) + "] do not fit " +
-                             Text(s.in_shape) + " -> " + Text(s.out_shape));
+                             ShapeText(s.in_shape) + " -> " + ShapeText(s.out_shape));
     }
     MOGSERVE_ASSIGN_OR_RETURN(const std::vector<float> x, Read(s.in, s.in_shape, "conv input"));
     std::vector<float> z;
