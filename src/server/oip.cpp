@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "server/detect_call.h"
 #include "server/result_json.h"
@@ -17,6 +18,15 @@ constexpr const char* kParameters =
 
 HttpError Bad(std::string message, std::string code = "bad_request") {
   return HttpError{400, std::move(code), std::move(message)};
+}
+
+// A string member of `obj`: "" when absent; nullopt when present but not a string (json's
+// value() would throw on client data of another type).
+std::optional<std::string> StringMember(const nlohmann::json& obj, const char* key) {
+  const auto it = obj.find(key);
+  if (it == obj.end()) return std::string();
+  if (!it->is_string()) return std::nullopt;
+  return it->get<std::string>();
 }
 
 bool IsOutputName(std::string_view name) {
@@ -98,11 +108,12 @@ std::optional<HttpError> ParseInput(const nlohmann::json& input, std::string_vie
                                     const RequestLimits& limits, InferRequest& r,
                                     int64_t* binary_used) {
   if (!input.is_object()) return Bad("each input must be an object");
-  const std::string name = input.value("name", "");
-  if (name != "IMAGE") {
-    return Bad("input '" + name + "' is not known; the one input is IMAGE (BYTES, shape [N])");
+  const std::optional<std::string> name = StringMember(input, "name");
+  if (!name) return Bad("an input's name must be a string");
+  if (*name != "IMAGE") {
+    return Bad("input '" + *name + "' is not known; the one input is IMAGE (BYTES, shape [N])");
   }
-  if (input.value("datatype", "") != "BYTES") {
+  if (StringMember(input, "datatype") != "BYTES") {
     return Bad("IMAGE: datatype must be BYTES (encoded JPEG, PNG or WebP pictures)");
   }
   const int64_t n = ShapeElements(input.contains("shape") ? input["shape"] : nlohmann::json());
@@ -152,7 +163,7 @@ std::optional<HttpError> ParseOutputs(const nlohmann::json& outputs, bool binary
   }
   if (!outputs.is_array()) return Bad("outputs must be an array");
   for (const nlohmann::json& o : outputs) {
-    const std::string name = o.is_object() ? o.value("name", "") : "";
+    const std::string name = o.is_object() ? StringMember(o, "name").value_or("") : "";
     if (!IsOutputName(name)) {
       return Bad("output '" + name + "' is not known; allowed: " + OutputNameList());
     }

@@ -1,5 +1,6 @@
 #include "server/stream_routes.h"
 
+#include "server/detect_request.h"
 #include "server/result_json.h"
 
 #ifdef MOGSERVE_WITH_VIDEO
@@ -61,7 +62,9 @@ http::HttpResponse AddError(const Status& status) {
 }
 
 http::HttpResponse Add(video::StreamRegistry& registry, const std::string& body) {
-  const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j;
+  // Depth-limited like every JSON body (detect_request.h): nothing recurses on client data.
+  if (auto e = ParseJsonLimited(body, 8, &j)) return http::JsonError(e->status, e->code, e->message);
   if (!j.is_object() || !j.contains("id") || !j["id"].is_string() || !j.contains("url") ||
       !j["url"].is_string() || (j.contains("detect_fps") && !j["detect_fps"].is_number())) {
     return http::JsonError(422, "invalid_request",

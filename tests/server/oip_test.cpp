@@ -129,6 +129,8 @@ TEST(OipTest, EveryRefusalNamesWhatIsWrong) {
   bad_value["parameters"] = {{"score_threshold", 2}};
   nlohmann::json bad_output = input({{"data", {Base64(kJpegA)}}});
   bad_output["outputs"] = {{{"name", "LANDMARKS"}}};
+  nlohmann::json output_name_type = input({{"data", {Base64(kJpegA)}}});
+  output_name_type["outputs"] = {{{"name", {1, 2}}}};
   nlohmann::json too_many = input({{"shape", {33}}});
   const Case cases[] = {
       {"", "not json", 400, "bad_request", "not valid JSON"},
@@ -137,6 +139,11 @@ TEST(OipTest, EveryRefusalNamesWhatIsWrong) {
       {"", input({{"name", "PIXELS"}, {"data", {Base64(kJpegA)}}}).dump(), 400, "bad_request",
        "'PIXELS' is not known"},
       {"", input({{"datatype", "UINT8"}, {"data", {Base64(kJpegA)}}}).dump(), 400, "bad_request",
+       "datatype must be BYTES"},
+      // Members of the wrong JSON type (found by the fuzz target: json's value() threw).
+      {"", input({{"name", {"IMAGE"}}, {"data", {Base64(kJpegA)}}}).dump(), 400, "bad_request",
+       "name must be a string"},
+      {"", input({{"datatype", 7}, {"data", {Base64(kJpegA)}}}).dump(), 400, "bad_request",
        "datatype must be BYTES"},
       {"", input({{"shape", {2}}, {"data", {Base64(kJpegA)}}}).dump(), 400, "bad_request",
        "shape says 2 images, the data holds 1"},
@@ -149,6 +156,7 @@ TEST(OipTest, EveryRefusalNamesWhatIsWrong) {
       {"", unknown_param.dump(), 400, "invalid_parameter", "unknown parameter 'format'"},
       {"", bad_value.dump(), 422, "invalid_parameter", "score_threshold"},
       {"", bad_output.dump(), 400, "bad_request", "'LANDMARKS' is not known"},
+      {"", output_name_type.dump(), 400, "bad_request", "output '' is not known"},
       {"", too_many.dump(), 413, "too_many_images", "at most 32"},
       {std::to_string(wb.size()), wb + bin + "x", 400, "bad_request", "add up to"},
       {std::to_string(wb.size()), wb + bin.substr(0, bin.size() - 1), 400, "bad_request",

@@ -75,7 +75,8 @@ TEST(ServeStreams, AddListFailAndDeleteOverHttp) {
   EXPECT_NE(scheme->body.find("unsupported_url"), std::string::npos);
   EXPECT_EQ(scheme->body.find("pw"), std::string::npos);
   EXPECT_EQ(Post(*client, {{"id", "bad id!"}, {"url", "x.mp4"}})->status, 422);
-  EXPECT_EQ(client->Post("/v1/streams", "not json", "application/json")->status, 422);
+  // Not JSON: 400, as /v1/detect.
+  EXPECT_EQ(client->Post("/v1/streams", "not json", "application/json")->status, 400);
 
   // Failures end in `failed` with the reader's code and message, credentials removed.
   ASSERT_EQ(Post(*client, {{"id", "old"}, {"url", ClipPath("clip_mpeg4.mp4")}})->status, 201);
