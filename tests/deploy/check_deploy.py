@@ -16,7 +16,10 @@ package list covers what the binary loads.
    Dockerfile runs as 10001, exec-form ENTRYPOINT, HEALTHCHECK through `mogserve probe`.
 4. Every library `ldd mogserve` resolves belongs (dpkg -S) to the dependency closure of
    deploy/docker/runtime-packages.txt (apt-cache depends --recurse).
-5. deploy/nginx/mogserve.conf.in renders and passes `nginx -t` (where nginx is installed).
+5. deploy/nginx/mogserve.conf.in renders and passes `nginx -t`; every YAML file of deploy/ passes
+   `yamllint -s` (deploy/.yamllint); the live /metrics passes `promtool check metrics` and the
+   prometheus-adapter query, its placeholders filled, parses as a rule (`promtool check rules`).
+   Each tool is skipped, saying so, where it is not installed (scripts/setup.sh installs them).
 Exit 0: all hold; 1: a failure (listed); 77: kubectl missing (skipped).
 """
 
@@ -147,6 +150,7 @@ def run_like_the_deployment(args, container, metric, grace):
             check(get(f"http://127.0.0.1:{admin}{path}")[0] == 200, f"{probe} {path} answers 200")
         status, text = get(f"http://127.0.0.1:{admin}/metrics")
         check(status == 200 and f"\n{metric} " in text, f"/metrics carries the HPA metric {metric}")
+        check_metrics_text(text)
         started = time.time()
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=grace + 10)
@@ -208,10 +212,9 @@ def check_runtime_packages(root, mogserve):
 
 
 def check_nginx(root):
-    if not shutil.which("nginx") and not os.path.exists("/usr/sbin/nginx"):
-        print("skipped: nginx -t (nginx is not installed)")
+    nginx = tool("nginx")
+    if not nginx:
         return
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     with tempfile.TemporaryDirectory() as tmp:
         conf = open(os.path.join(root, "deploy/nginx/mogserve.conf.in")).read()
         conf = (conf.replace("@UPSTREAMS@", "    server 127.0.0.1:1 max_fails=1 fail_timeout=2s;")
@@ -222,6 +225,47 @@ def check_nginx(root):
         r = subprocess.run([nginx, "-t", "-p", tmp, "-c", path, "-e", "stderr"],
                            capture_output=True, text=True)
         check(r.returncode == 0, f"nginx -t: {r.stderr.strip()}")
+
+
+def tool(name):
+    path = shutil.which(name) or (f"/usr/sbin/{name}" if os.path.exists(f"/usr/sbin/{name}") else None)
+    if not path:
+        print(f"skipped: {name} is not installed")
+    return path
+
+
+def check_metrics_text(text):
+    """Prometheus' own parser and linter on what /metrics serves (names, help, types, units)."""
+    promtool = tool("promtool")
+    if promtool:
+        r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+        check(r.returncode == 0, f"promtool check metrics: {(r.stdout + r.stderr).strip()}")
+
+
+def check_adapter_query(adapter):
+    """The adapter's metricsQuery as prometheus-adapter expands it for one pod, as a rule."""
+    promtool = tool("promtool")
+    if not promtool:
+        return
+    rule = adapter["rules"]["custom"][0]
+    query = (rule["metricsQuery"].replace("<<.Series>>", rule["name"]["as"])
+             .replace("<<.LabelMatchers>>", 'namespace="default",pod=~"mogserve-.*"')
+             .replace("<<.GroupBy>>", "pod"))
+    check("<<" not in query, f"adapter query has unknown placeholders: {query}")
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+        yaml.safe_dump({"groups": [{"name": "adapter", "rules": [
+            {"record": "pod:mogserve_inflight_images:avg1m", "expr": query}]}]}, f)
+        f.flush()
+        r = subprocess.run([promtool, "check", "rules", f.name], capture_output=True, text=True)
+        check(r.returncode == 0, f"promtool check rules ({query}): {(r.stdout + r.stderr).strip()}")
+
+
+def check_yaml_style(root):
+    yamllint = tool("yamllint")
+    if yamllint:
+        r = subprocess.run([yamllint, "-s", "-c", os.path.join(root, "deploy/.yamllint"),
+                            os.path.join(root, "deploy")], capture_output=True, text=True)
+        check(r.returncode == 0, f"yamllint -s deploy/: {r.stdout.strip()}")
 
 
 def main() -> int:
@@ -257,6 +301,8 @@ def main() -> int:
                                                "deploy/k8s/autoscaling/prometheus-adapter-values.yaml")))
     check(adapter["rules"]["custom"][0]["name"]["as"] == "mogserve_inflight_images",
           "prometheus-adapter serves mogserve_inflight_images")
+    check_adapter_query(adapter)
+    check_yaml_style(args.root)
     check_dockerfile(args.root, flags)
     check_runtime_packages(args.root, args.mogserve)
     check_nginx(args.root)
