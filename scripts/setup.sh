@@ -42,11 +42,14 @@ DEBIAN_PACKAGES=(
   chromium openssl  # the browser tests (tests/browser), driven by playwright-core
   gnuplot-nox  # mogserve eval widerface draws its PR curves with it (optional at run time)
   python3-yaml  # tests/deploy reads the rendered Kubernetes manifests
+  nginx  # tests/scaleout: the load balancer in front of three instances; `nginx -t` on deploy/
+  yamllint  # `yamllint -s` on deploy/ (tests/deploy)
+  prometheus  # promtool: checks the live /metrics and the autoscaling query (tests/deploy)
 )
 # Only for tests and tools: left out by --build-only (a container image's build stage, which
 # builds with -DMOGSERVE_BUILD_TESTS=OFF).
 TEST_ONLY_PACKAGES=" libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev python3-torch
-  python3-opencv chromium gnuplot-nox python3-yaml "
+  python3-opencv chromium gnuplot-nox python3-yaml nginx yamllint prometheus "
 TEST_ONLY_NPM=" playwright-core "
 BUILD_ONLY=0
 for arg in "$@"; do

@@ -30,7 +30,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,6 +37,9 @@ import time
 import urllib.request
 
 import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from mogserve_testing import free_port, render_nginx_conf  # noqa: E402
 
 FAILURES: list[str] = []
 
@@ -105,12 +107,6 @@ def check_overlay(name, docs):
     check(any(v["name"] == "tmp" for v in pod["spec"]["volumes"]), f"{name}: a writable /tmp")
     metric = hpa["spec"]["metrics"][0]["pods"]["metric"]["name"]
     return dep, container, metric
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(url):
@@ -216,10 +212,8 @@ def check_nginx(root):
     if not nginx:
         return
     with tempfile.TemporaryDirectory() as tmp:
-        conf = open(os.path.join(root, "deploy/nginx/mogserve.conf.in")).read()
-        conf = (conf.replace("@UPSTREAMS@", "    server 127.0.0.1:1 max_fails=1 fail_timeout=2s;")
-                .replace("@LISTEN@", "127.0.0.1:1").replace("@ACCESS_LOG@", f"{tmp}/access.log")
-                .replace("@PREFIX@", tmp))
+        conf = render_nginx_conf(open(os.path.join(root, "deploy/nginx/mogserve.conf.in")).read(),
+                                 ["127.0.0.1:1"], "127.0.0.1:1", f"{tmp}/access.log", tmp)
         path = os.path.join(tmp, "nginx.conf")
         open(path, "w").write(conf)
         r = subprocess.run([nginx, "-t", "-p", tmp, "-c", path, "-e", "stderr"],
