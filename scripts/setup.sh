@@ -191,3 +191,23 @@ fetch_npm_packages() {
 install_debian_packages
 fetch_model
 fetch_npm_packages
+
+# The deploy/ linters (tests/deploy/check_deploy.py): packages with dependencies, so installed
+# from a lockfile whose integrity hashes npm ci verifies; again only when the lockfile changed.
+install_deploy_linters() {
+  local dir="$ROOT/tests/deploy/lint"
+  local stamp="$dir/node_modules/.mogserve-lock-sha256"
+  local want
+  want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
+  if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    say "npm: deploy linters present and verified"
+    return
+  fi
+  command -v npm >/dev/null 2>&1 || die "npm is not installed" "apt-get install npm"
+  say "npm: installing the deploy linters (npm ci in tests/deploy/lint)"
+  (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null) ||
+    die "npm ci in tests/deploy/lint failed" "check that the npm registry is reachable (npm ping)"
+  echo "$want" >"$stamp"
+}
+
+[ "$BUILD_ONLY" = 1 ] || install_deploy_linters

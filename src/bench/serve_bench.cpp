@@ -88,11 +88,39 @@ class SpawnedServer {
   std::thread drain_;
 };
 
+// One request's body and headers for POST `path`, made once per photo.
+struct PreparedRequest {
+  std::string body;
+  httplib::Headers headers;
+};
+
+// The OIP binary tensor extension (Triton's layout): the JSON header, then IMAGE's one BYTES
+// element as <uint32 LE length><bytes>; every output asked back binary.
+PreparedRequest OipBinaryRequest(const std::string& image) {
+  std::string raw(4, '\0');
+  const auto n = static_cast<uint32_t>(image.size());
+  for (int b = 0; b < 4; ++b) raw[b] = static_cast<char>((n >> (8 * b)) & 0xff);
+  raw += image;
+  nlohmann::json header = {
+      {"inputs",
+       {{{"name", "IMAGE"},
+         {"datatype", "BYTES"},
+         {"shape", {1}},
+         {"parameters", {{"binary_data_size", raw.size()}}}}}},
+      {"parameters", {{"binary_data_output", true}}}};
+  std::string json = header.dump();
+  return {json + raw, {{"Inference-Header-Content-Length", std::to_string(json.size())}}};
+}
+
 // One httplib client per thread (a client is one keep-alive connection).
 class HttpTarget {
  public:
-  HttpTarget(std::string url, std::string api_key, const std::vector<std::string>& images)
-      : url_(std::move(url)), api_key_(std::move(api_key)), images_(images) {}
+  HttpTarget(std::string url, std::string api_key, std::string path,
+             std::vector<PreparedRequest> requests)
+      : url_(std::move(url)),
+        api_key_(std::move(api_key)),
+        path_(std::move(path)),
+        requests_(std::move(requests)) {}
 
   bool Send(uint64_t i) {
     thread_local std::unique_ptr<httplib::Client> client;
@@ -105,16 +133,42 @@ class HttpTarget {
       if (!api_key_.empty()) client->set_bearer_token_auth(api_key_);
       owner = this;
     }
-    const std::string& image = images_[i % images_.size()];
-    auto res = client->Post("/v1/detect", image, "application/octet-stream");
+    const PreparedRequest& r = requests_[i % requests_.size()];
+    auto res = client->Post(path_, r.headers, r.body, "application/octet-stream");
     return res && res->status == 200;
   }
 
  private:
   std::string url_;
   std::string api_key_;
-  const std::vector<std::string>& images_;
+  std::string path_;
+  std::vector<PreparedRequest> requests_;
 };
+
+// What HttpTarget sends for `o.protocol`: (path, one request per photo).
+StatusOr<std::pair<std::string, std::vector<PreparedRequest>>> RequestsFor(
+    const ServeBenchOptions& o, const std::string& models_json) {
+  std::vector<PreparedRequest> requests;
+  if (o.protocol == "v1") {
+    for (const std::string& image : o.images) requests.push_back({image, {}});
+    return std::make_pair(std::string("/v1/detect"), std::move(requests));
+  }
+  if (o.protocol != "v2") {
+    return InvalidArgument("--protocol: '" + o.protocol + "' is not one of v1, v2");
+  }
+  std::string name = o.model_name;
+  if (name.empty()) {
+    const auto models = nlohmann::json::parse(models_json, nullptr, false);
+    if (models.is_object() && models.contains("models") && models["models"].is_array() &&
+        !models["models"].empty() && models["models"][0].value("name", "") != "") {
+      name = models["models"][0]["name"].get<std::string>();
+    } else {
+      return InvalidArgument("--protocol v2: /v1/models named no model; give --model-name");
+    }
+  }
+  for (const std::string& image : o.images) requests.push_back(OipBinaryRequest(image));
+  return std::make_pair("/v2/models/" + name + "/infer", std::move(requests));
+}
 
 Status WaitReady(const std::string& url, double seconds) {
   httplib::Client client(url);
@@ -196,8 +250,9 @@ StatusOr<ServeBenchReport> RunServeBench(const ServeBenchOptions& o) {
     if (auto models = client.Get("/v1/models"); models && models->status == 200) {
       report.server = models->body;
     }
-    std::fprintf(stderr, "HTTP against %s\n", url.c_str());
-    HttpTarget http(url, o.api_key, o.images);
+    MOGSERVE_ASSIGN_OR_RETURN(auto requests, RequestsFor(o, report.server));
+    std::fprintf(stderr, "HTTP against %s%s\n", url.c_str(), requests.first.c_str());
+    HttpTarget http(url, o.api_key, std::move(requests.first), std::move(requests.second));
     auto rows = Measure("http", o, [&](uint64_t i) { return http.Send(i); });
     report.rows.insert(report.rows.end(), rows.begin(), rows.end());
   }  // the spawned server stops here

@@ -29,6 +29,10 @@ struct ServeBenchOptions {
   std::string url;                          // an existing server; empty = spawn `server_command`
   std::vector<std::string> server_command;  // argv of the server to spawn (with --port 0)
   std::string api_key;
+  // "v1": POST /v1/detect with the photo as the body; "v2": the Open Inference Protocol's
+  // binary tensor extension, one image per POST /v2/models/{model_name}/infer.
+  std::string protocol = "v1";
+  std::string model_name;  // v2's path; empty = the name /v1/models gives (the server default)
   std::vector<int> concurrency = {1, 4, 16, 64};
   std::vector<double> load_fractions = {0.25, 0.5, 0.75, 0.9};  // open loop, x saturation
   double seconds = 5.0;

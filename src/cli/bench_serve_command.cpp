@@ -19,6 +19,8 @@ struct BenchServeFlags {
   std::string images = "tests/data/photos";
   std::string url;
   std::string api_key;
+  std::string protocol = "v1";
+  std::string model_name;
   std::vector<int> concurrency = {1, 4, 16, 64};
   std::vector<double> load_fractions = {0.25, 0.5, 0.75, 0.9};
   double seconds = 5;
@@ -80,6 +82,8 @@ int Run(const BenchServeFlags& f) {
   o.images = std::move(*images);
   o.url = f.url;
   o.api_key = f.api_key;
+  o.protocol = f.protocol;
+  o.model_name = f.model_name;
   o.concurrency = f.concurrency;
   o.load_fractions = f.load_fractions;
   o.seconds = f.seconds;
@@ -137,6 +141,13 @@ CommandRunner RegisterBenchServeCommand(CLI::App& bench) {
       ->capture_default_str();
   app->add_option("--url", f->url, "Use this running server instead of spawning one");
   app->add_option("--api-key", f->api_key, "Bearer key for --url");
+  app->add_option("--protocol", f->protocol,
+                  "v1: POST /v1/detect with the photo as the body; v2: the Open Inference "
+                  "Protocol's binary tensors, one image per POST /v2/models/NAME/infer")
+      ->check(CLI::IsMember({"v1", "v2"}))
+      ->capture_default_str();
+  app->add_option("--model-name", f->model_name,
+                  "The model's name in /v2 paths (default: the name /v1/models gives)");
   app->add_option("--concurrency", f->concurrency, "Closed-loop client counts")
       ->delimiter(',')
       ->check(CLI::Range(1, 1024))

@@ -13,19 +13,26 @@ package list covers what the binary loads.
    every probe path answers 200 on the metrics port, /metrics carries the HPA's metric, and
    SIGTERM ends it (exit 0) within the grace period.
 3. The KServe predictor's and the Dockerfile's flags are flags of `mogserve serve`; the
-   Dockerfile runs as 10001, exec-form ENTRYPOINT, HEALTHCHECK through `mogserve probe`.
+   Dockerfile runs as 10001, exec-form ENTRYPOINT, HEALTHCHECK through `mogserve probe`; its
+   CMD, run as uid/gid 10001 (setpriv, when this runs as root) on a read-only copy of the model
+   named by its ENV, gets ready and answers its HEALTHCHECK's probe.
 4. Every library `ldd mogserve` resolves belongs (dpkg -S) to the dependency closure of
    deploy/docker/runtime-packages.txt (apt-cache depends --recurse).
 5. deploy/nginx/mogserve.conf.in renders and passes `nginx -t`; every YAML file of deploy/ passes
    `yamllint -s` (deploy/.yamllint); the live /metrics passes `promtool check metrics` and the
    prometheus-adapter query, its placeholders filled, parses as a rule (`promtool check rules`).
    Each tool is skipped, saying so, where it is not installed (scripts/setup.sh installs them).
+6. The Dockerfile passes `dockerfile-utils lint` and `dockerfilelint`, and every rendered manifest
+   type-checks with `tsc --strict` against kubernetes-types and the Prometheus operator's models
+   (an object literal with a misspelt or misplaced field is an excess-property error), with the
+   pinned npm tools of tests/deploy/lint (package-lock.json; setup.sh runs npm ci there).
 Exit 0: all hold; 1: a failure (listed); 77: kubectl missing (skipped).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -44,17 +51,15 @@ from mogserve_testing import free_port, render_nginx_conf  # noqa: E402
 FAILURES: list[str] = []
 
 
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", file=sys.stderr)
+RENDERED: dict[str, list] = {}  # overlay -> its rendered documents, for the type check
 
 
 def render(root, overlay):
     out = subprocess.run(["kubectl", "kustomize", os.path.join(root, "deploy/k8s/overlays", overlay)],
                          capture_output=True, text=True)
     check(out.returncode == 0, f"kustomize {overlay}: {out.stderr.strip()}")
-    return {d["kind"]: d for d in yaml.safe_load_all(out.stdout) if d}
+    RENDERED[overlay] = [d for d in yaml.safe_load_all(out.stdout) if d]
+    return {d["kind"]: d for d in RENDERED[overlay]}
 
 
 def subset(small, big):
@@ -169,8 +174,8 @@ def check_flags(where, args, flags):
             check(name in flags, f"{where}: {name} is not a flag of mogserve serve")
 
 
-def check_dockerfile(root, flags):
-    text = open(os.path.join(root, "deploy/docker/Dockerfile")).read()
+def check_dockerfile(args, flags):
+    text = open(os.path.join(args.root, "deploy/docker/Dockerfile")).read()
     check("USER 10001:10001" in text, "Dockerfile: USER 10001:10001")
     check('ENTRYPOINT ["mogserve"]' in text, "Dockerfile: exec-form ENTRYPOINT")
     check(re.search(r'HEALTHCHECK .*\n?.*CMD \["mogserve", "probe", "http://127\.0\.0\.1:8082/v2/health/ready"\]',
@@ -178,7 +183,52 @@ def check_dockerfile(root, flags):
     cmd = re.search(r"^CMD \[(.*)\]$", text, re.M)
     check(cmd is not None, "Dockerfile: CMD")
     if cmd:
-        check_flags("Dockerfile CMD", [a.strip().strip('"') for a in cmd.group(1).split(",")], flags)
+        cli = [a.strip().strip('"') for a in cmd.group(1).split(",")]
+        check_flags("Dockerfile CMD", cli, flags)
+        env = dict(re.findall(r"^ENV (\w+)=(\S+)$", text, re.M))
+        run_like_the_image(args, cli, env)
+
+
+def run_like_the_image(args, cli, env):
+    """The image's CMD as its user would run it: uid/gid 10001, the model read-only."""
+    setpriv = tool("setpriv")
+    if not setpriv or os.geteuid() != 0:
+        print("skipped: running the CMD as uid 10001 (needs root and setpriv)")
+        return
+    check("MOGSERVE_MODEL_DIR" in env, "Dockerfile: ENV MOGSERVE_MODEL_DIR names the model")
+    port, admin = free_port(), free_port()
+    ports = {"--port": str(port), "--admin-port": str(admin), "--host": "127.0.0.1"}
+    cli = [ports.get(cli[i - 1], a) if i > 0 else a for i, a in enumerate(cli)]
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o755)
+        model = os.path.join(tmp, "model")
+        shutil.copytree(args.model_dir, model)
+        for name in os.listdir(model):
+            os.chmod(os.path.join(model, name), 0o444)
+        os.chmod(model, 0o555)
+        proc = subprocess.Popen([setpriv, "--reuid=10001", "--regid=10001", "--clear-groups",
+                                 os.path.abspath(args.mogserve)] + cli,
+                                env={"MOGSERVE_MODEL_DIR": model, "PATH": "/usr/bin:/bin"}, cwd="/",
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.time() + 120
+            while time.time() < deadline and get(f"http://127.0.0.1:{admin}/v2/health/ready")[0] != 200:
+                if proc.poll() is not None:
+                    check(False, f"the image's CMD as uid 10001 exited {proc.returncode}: "
+                                 f"{proc.stderr.read()[-2000:]}")
+                    return
+                time.sleep(0.3)
+            probe = subprocess.run([setpriv, "--reuid=10001", "--regid=10001", "--clear-groups",
+                                    os.path.abspath(args.mogserve), "probe",
+                                    f"http://127.0.0.1:{admin}/v2/health/ready"],
+                                   capture_output=True, text=True)
+            check(probe.returncode == 0, f"the HEALTHCHECK probe as uid 10001: {probe.stderr}")
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+            check(proc.returncode == 0, f"the image's CMD: SIGTERM -> exit {proc.returncode}")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
 
 
 def check_runtime_packages(root, mogserve):
@@ -262,6 +312,84 @@ def check_yaml_style(root):
         check(r.returncode == 0, f"yamllint -s deploy/: {r.stdout.strip()}")
 
 
+# The TypeScript type of each kind the overlays render: (module, type name).
+KIND_TYPES = {
+    "Deployment": ("kubernetes-types/apps/v1", "Deployment"),
+    "Service": ("kubernetes-types/core/v1", "Service"),
+    "PodDisruptionBudget": ("kubernetes-types/policy/v1", "PodDisruptionBudget"),
+    "HorizontalPodAutoscaler": ("kubernetes-types/autoscaling/v2", "HorizontalPodAutoscaler"),
+    "ServiceMonitor": ("@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor",
+                       "IServiceMonitor"),
+}
+
+
+def lint_tools(root):
+    modules = os.path.abspath(os.path.join(root, "tests/deploy/lint/node_modules"))
+    node = tool("node")
+    if node and not os.path.isdir(modules):
+        print("skipped: the npm linters (run scripts/setup.sh: npm ci in tests/deploy/lint)")
+        return None, None
+    return node, modules
+
+
+def check_dockerfile_lint(root):
+    node, modules = lint_tools(root)
+    if not node:
+        return
+    dockerfile = os.path.join(root, "deploy/docker/Dockerfile")
+    r = subprocess.run([node, os.path.join(modules, "dockerfile-utils/bin/dockerfile-utils"), "lint",
+                        "-j", dockerfile], capture_output=True, text=True)
+    check(r.returncode == 0 and json.loads(r.stdout or "null") == [],
+          f"dockerfile-utils lint: {r.stdout.strip()} {r.stderr.strip()}")
+    r = subprocess.run([node, os.path.join(modules, "dockerfilelint/bin/dockerfilelint"), "-o", "json",
+                        dockerfile], capture_output=True, text=True)
+    try:
+        issues = [i for f in json.loads(r.stdout)["files"] for i in f["issues"]]
+    except (ValueError, KeyError):
+        check(False, f"dockerfilelint: {r.stdout.strip()} {r.stderr.strip()}")
+        return
+    # dockerfilelint 1.8.0 reads HEALTHCHECK's options with /--\w+/, which cuts --start-period
+    # (a Docker option since 17.05, in its own allowed list) to "--start": a false positive.
+    issues = [i for i in issues if not (i["title"] == "Invalid Argument Format" and
+                                        i["content"].startswith("HEALTHCHECK") and
+                                        "--start-period=" in i["content"])]
+    check(not issues, f"dockerfilelint: {issues}")
+
+
+def check_manifest_types(root):
+    node, modules = lint_tools(root)
+    if not node:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        files = []
+        for overlay, docs in RENDERED.items():
+            lines, used = [], set()
+            for k, doc in enumerate(docs):
+                module, type_name = KIND_TYPES.get(doc.get("kind"), (None, None))
+                if not check(module is not None, f"{overlay}: no TypeScript type for kind {doc.get('kind')}"):
+                    continue
+                used.add((module, type_name))
+                lines.append(f"export const doc{k}: {type_name} = {json.dumps(doc, indent=1)};")
+            imports = [f'import type {{ {t} }} from "{m}";' for m, t in sorted(used)]
+            path = os.path.join(tmp, f"{overlay}.ts")
+            open(path, "w").write("\n".join(imports + lines) + "\n")
+            files.append(path)
+        json.dump({"compilerOptions": {"strict": True, "noEmit": True, "module": "commonjs",
+                                       "target": "es2020", "moduleResolution": "node",
+                                       "baseUrl": modules, "paths": {"*": ["*"]}, "types": []},
+                   "files": files}, open(os.path.join(tmp, "tsconfig.json"), "w"))
+        r = subprocess.run([node, os.path.join(modules, "typescript/bin/tsc"), "-p", tmp],
+                           capture_output=True, text=True)
+        check(r.returncode == 0, f"tsc --strict on the rendered manifests: {r.stdout.strip()[:2000]}")
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print(f"FAIL: {what}", file=sys.stderr)
+    return cond
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mogserve", required=True)
@@ -297,7 +425,9 @@ def main() -> int:
           "prometheus-adapter serves mogserve_inflight_images")
     check_adapter_query(adapter)
     check_yaml_style(args.root)
-    check_dockerfile(args.root, flags)
+    check_dockerfile(args, flags)
+    check_dockerfile_lint(args.root)
+    check_manifest_types(args.root)
     check_runtime_packages(args.root, args.mogserve)
     check_nginx(args.root)
     print(f"{len(FAILURES)} failure(s)" if FAILURES else "ok: deploy/ renders, runs and fits the binary")

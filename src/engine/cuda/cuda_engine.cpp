@@ -330,19 +330,13 @@ class CudaEngine final : public ModelEngine {
               At(s.out), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, workspace_.get(),
               static_cast<size_t>(workspace_.size())),
           "cudnnFindConvolutionForwardAlgorithmEx"));
-      for (int k = 0; k < returned; ++k) {
-        if (perf[k].status != CUDNN_STATUS_SUCCESS ||
-            static_cast<int64_t>(perf[k].memory) > options_.cuda.cudnn_workspace_bytes ||
-            !MathAllowed(perf[k].mathType, options_.precision)) {
-          continue;
-        }
-        p.choices[i] = {perf[k].algo, perf[k].mathType, static_cast<int64_t>(perf[k].memory),
+      if (const cudnnConvolutionFwdAlgoPerf_t* best = FirstUsable(perf, returned)) {
+        p.choices[i] = {best->algo, best->mathType, static_cast<int64_t>(best->memory),
                         p.choices[i].fused};
         algorithms_->Replace(p.conv_keys[i], p.choices[i]);
         MOGSERVE_RETURN_IF_ERROR(
             CudnnCall(cudnnSetConvolutionMathType(d.conv(), p.choices[i].math),
                       "cudnnSetConvolutionMathType"));
-        break;
       }
       p.untuned[i] = false;
     }
@@ -388,6 +382,20 @@ class CudaEngine final : public ModelEngine {
     return Status::Ok();
   }
 
+  // The first of cuDNN's ranked results (heuristics or timings) that ran, fits the workspace
+  // cap and keeps the precision's math; null when none does.
+  const cudnnConvolutionFwdAlgoPerf_t* FirstUsable(const cudnnConvolutionFwdAlgoPerf_t* perf,
+                                                   int returned) const {
+    for (int i = 0; i < returned; ++i) {
+      if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+          static_cast<int64_t>(perf[i].memory) <= options_.cuda.cudnn_workspace_bytes &&
+          MathAllowed(perf[i].mathType, options_.precision)) {
+        return &perf[i];
+      }
+    }
+    return nullptr;
+  }
+
   // The heuristics' best algorithm within the workspace cap whose math keeps the precision;
   // an identity epilogue must use IMPLICIT_PRECOMP_GEMM to stay fused (cuDNN's rule).
   StatusOr<ConvChoice> ChooseAlgorithm(const ConvDescriptors& d) {
@@ -409,12 +417,8 @@ class CudaEngine final : public ModelEngine {
         cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, d.x(), d.w(), d.conv(), d.y(),
                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf),
         "cudnnGetConvolutionForwardAlgorithm_v7"));
-    for (int i = 0; i < returned; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS || static_cast<int64_t>(perf[i].memory) > cap ||
-          !MathAllowed(perf[i].mathType, options_.precision)) {
-        continue;
-      }
-      return ConvChoice{perf[i].algo, perf[i].mathType, static_cast<int64_t>(perf[i].memory),
+    if (const cudnnConvolutionFwdAlgoPerf_t* best = FirstUsable(perf, returned)) {
+      return ConvChoice{best->algo, best->mathType, static_cast<int64_t>(best->memory),
                         !d.identity_epilogue()};
     }
     return Unsupported("cuDNN offers no convolution algorithm for this shape within the " +
