@@ -47,7 +47,7 @@ void AddEngineFlags(CLI::App& app, EngineFlags& flags) {
                  "to run or benchmark without a checkpoint");
   app.add_option("--seed", flags.seed, "Seed of --synthetic-weights")->capture_default_str();
   app.add_option("--precision", flags.precision,
-                 "fp32 or bf16 on cpu (bf16: MogFace, on CPUs with AVX512-BF16); fp16 and tf32 "
+                 "fp32 or bf16 on cpu (bf16 is fast on CPUs with AVX512-BF16 or AMX); fp16 and tf32 "
                  "need --device cuda")
       ->capture_default_str();
   app.add_option("--device", flags.device,

@@ -138,19 +138,6 @@ StatusOr<std::vector<std::string>> ParsePrecisionList(const CompareFlags& flags)
         "--precision needs two or more precisions, the reference first "
         "(e.g. fp32,bf16)");
   }
-  auto model = engine::ParseModelKind(flags.run.engine.model);
-  auto device = engine::ParseDevice(flags.run.engine.device);
-  const bool on_cpu = !device.ok() || device->backend == "cpu";
-  if (model.ok() && *model == engine::ModelKind::kSsd && on_cpu) {
-    for (const std::string& p : list) {
-      if (p != "fp32") {
-        return InvalidArgument(
-            "the SSD model runs in fp32 only on cpu, so there is nothing to compare "
-            "(--precision " +
-            flags.precisions + "); use --model mogface for bf16, or --device cuda");
-      }
-    }
-  }
   return list;
 }
 
@@ -280,7 +267,7 @@ void AddCompare(CLI::App& eval, std::shared_ptr<CompareFlags> flags) {
   app->remove_option(app->get_option("--precision"));
   app->add_option("--precision", flags->precisions,
                   "Precisions to run, the reference first: on cpu fp32,bf16 (MogFace on CPUs "
-                  "with AVX512-BF16; the SSD runs fp32 only); on cuda any of fp32, tf32, fp16, "
+                  "with AVX512-BF16); on cuda any of fp32, tf32, fp16, "
                   "bf16 for both models")
       ->capture_default_str();
 }

@@ -81,10 +81,6 @@ namespace {
 // What the CPU backend runs, checked before the (slow) model load.
 Status CheckCpuOptions(const EngineOptions& options, const DeviceSpec&) {
   if (options.cpu.threads < 0) return InvalidArgument("threads must be >= 0");
-  if (options.model == ModelKind::kSsd && options.precision != Precision::kFp32) {
-    return InvalidArgument(std::string("precision '") + PrecisionName(options.precision) +
-                           "' is not available for the SSD model on cpu; allowed: fp32");
-  }
   if (options.precision == Precision::kFp16 || options.precision == Precision::kTf32) {
     return InvalidArgument(std::string("precision '") + PrecisionName(options.precision) +
                            "' is not available on cpu (allowed: fp32, bf16); it needs the CUDA "

@@ -158,11 +158,27 @@ TEST(EvalWiderE2E, RunsTheSsdOnRealPhotosInTheWiderLayout) {
   }
 }
 
-TEST(EvalCompareE2E, SsdRunsFp32Only) {
-  const ProcessResult r = RunMogserve({"eval", "compare", "--model-dir", TestModelDir(),
-                                       "--precision", "fp32,bf16", PhotoPath("sample1.jpg")});
-  EXPECT_EQ(r.exit_code, 2) << r.Describe();
-  EXPECT_NE(r.err.find("SSD model runs in fp32 only"), std::string::npos) << r.err;
+// The shipped SSD at FP32 and BF16 on every ground-truth photo, at the default options: the
+// same faces, scores close, AP unchanged. One precision alone is nothing to compare (exit 2).
+TEST(EvalCompareE2E, SsdFp32VsBf16OnRealPhotos) {
+  TempDir tmp;
+  const std::string json_path = tmp / "compare.json";
+  const ProcessResult r = RunMogserve(
+      {"eval", "compare", "--model-dir", TestModelDir(), "--precision", "fp32,bf16", "--gt",
+       (TestDataDir() / "ground_truth.json").string(), "--json", json_path,
+       (TestDataDir() / "photos").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  const json j = json::parse(ReadText(json_path));
+  SCOPED_TRACE(j.dump());
+  const json& d = j["diff"]["bf16"];
+  EXPECT_EQ(d["reference_faces"].get<double>(), 25);
+  EXPECT_EQ(d["lost"].get<double>() + d["gained"].get<double>(), 0);
+  EXPECT_GT(d["max_abs_score_diff"].get<double>(), 0.0);  // BF16 did run
+  EXPECT_LE(d["max_abs_score_diff"].get<double>(), 0.05);
+  EXPECT_GE(d["min_iou"].get<double>(), 0.8);
+  EXPECT_EQ(j["runs"]["fp32"]["gt_faces"], 25);
+  EXPECT_LE(std::abs(j["runs"]["bf16"]["ap"].get<double>() - j["runs"]["fp32"]["ap"].get<double>()),
+            0.01);
   const ProcessResult one = RunMogserve({"eval", "compare", "--model-dir", TestModelDir(),
                                          "--precision", "fp32", PhotoPath("sample1.jpg")});
   EXPECT_EQ(one.exit_code, 2) << one.Describe();
