@@ -3,11 +3,15 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "clips.h"
 #include "e2e_support.h"
+#include "image/decode.h"
 #include "loopback.h"
 
 namespace mogserve::e2e {
@@ -89,6 +93,51 @@ TEST(DetectVideo, DetectFpsSamplesFramesAndCountsTheSkipped) {
   }
 }
 
+TEST(DetectVideo, SaveFramesKeepsFramesWithFacesAndTheirBoxes) {
+  TempDir dir;
+  const std::filesystem::path frames = dir.path() / "frames";
+  const ProcessResult r = RunMogserve(DetectVideoArgs(
+      {ClipPath("clip.mp4"), "--detect-fps", "5", "--save-frames", frames.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  // Faces on frames 0-199, one saved per second of video: 0, 25, ..., 175.
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(frames)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> expected;
+  for (int frame = 0; frame < 200; frame += 25) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "0_%06d.jpg", frame);
+    expected.push_back(name);
+  }
+  ASSERT_EQ(names, expected);
+  for (int frame = 0; frame < 200; frame += 25) {
+    const std::string bytes = ReadText(frames / expected[frame / 25]);
+    auto decoded = image::Decode(
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+    ASSERT_TRUE(decoded.ok()) << expected[frame / 25];
+    const image::Image& img = decoded->image;
+    ASSERT_EQ(img.width, 1280);
+    ASSERT_EQ(img.height, 720);
+    // Grace Hopper's box: its left edge (x1 = 126 + 4 frame, y 450-565) is drawn green.
+    const int x1 = 126 + 4 * frame;
+    int green = 0;
+    for (int y = 470; y < 545; ++y) {
+      for (int x = x1 - 6; x <= x1 + 6; ++x) {
+        const uint8_t* p = img.pixel(x, y);
+        green += p[1] > 200 && p[0] < 90 && p[2] < 90;
+      }
+    }
+    EXPECT_GT(green, 60) << "frame " << frame << ": no box edge at x = " << x1;
+  }
+  // A folder that cannot be made is a usage error.
+  EXPECT_EQ(RunMogserve(DetectVideoArgs({ClipPath("clip.mp4"), "--detect-fps", "1", "--save-frames",
+                                         "/proc/nope/frames"}))
+                .exit_code,
+            2);
+}
+
 TEST(DetectVideo, RealtimePacesAFileLikeACamera) {
   const auto start = std::chrono::steady_clock::now();
   const ProcessResult r =
@@ -115,6 +164,7 @@ struct LiveSource {
   const char* name;
   std::vector<std::string> output;  // ffmpeg's output options; PORT is replaced by the port
   std::string url;                  // what detect-video opens
+  std::string input = "clip.mp4";   // the clip published
 };
 
 void PrintTo(const LiveSource& source, std::ostream* os) {
