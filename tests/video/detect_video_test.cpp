@@ -182,7 +182,7 @@ class LiveSourceTest : public ::testing::TestWithParam<LiveSource> {};
 TEST_P(LiveSourceTest, GivesTheClipsFacesOnTheirFrames) {
   const LiveSource& source = GetParam();
   const int port = video::testing::ClosedTcpPort();
-  std::vector<std::string> args = {"-nostdin", "-v", "error", "-re", "-i", ClipPath("clip.mp4")};
+  std::vector<std::string> args = {"-nostdin", "-v", "error", "-re", "-i", ClipPath(source.input)};
   for (const std::string& a : source.output) args.push_back(WithPort(a, port));
   ChildProcess publisher;
   ASSERT_TRUE(publisher.Start(MOGSERVE_FFMPEG, args)) << publisher.spawn_error();
@@ -216,6 +216,10 @@ INSTANTIATE_TEST_SUITE_P(
         LiveSource{"TcpMpegTs",
                    {"-c", "copy", "-f", "mpegts", "tcp://127.0.0.1:PORT?listen=1"},
                    "tcp://127.0.0.1:PORT"},
+        LiveSource{"TcpMpegTsHevc",
+                   {"-c", "copy", "-f", "mpegts", "tcp://127.0.0.1:PORT?listen=1"},
+                   "tcp://127.0.0.1:PORT",
+                   "clip_hevc.mp4"},
         LiveSource{"HttpMpegTs",
                    {"-c", "copy", "-f", "mpegts", "-listen", "1", "http://127.0.0.1:PORT/live.ts"},
                    "http://127.0.0.1:PORT/live.ts"},
@@ -227,6 +231,39 @@ INSTANTIATE_TEST_SUITE_P(
                    {"-c", "copy", "-f", "flv", "-listen", "1", "rtmp://127.0.0.1:PORT/live/cam1"},
                    "rtmp://127.0.0.1:PORT/live/cam1"}),
     [](const ::testing::TestParamInfo<LiveSource>& info) { return std::string(info.param.name); });
+
+// UDP MPEG-TS: the reader binds first and ffmpeg sends to it; UDP has no end, so the stream
+// ends by its I/O timeout once the publisher is done (exit 1, `timeout`).
+TEST(DetectVideo, UdpMpegTsGivesTheClipsFacesOnTheirFrames) {
+  const int port = video::testing::ClosedTcpPort();
+  ChildProcess reader;
+  ASSERT_TRUE(reader.Start(
+      MogserveBinary(), DetectVideoArgs({"udp://127.0.0.1:" + std::to_string(port), "--detect-fps",
+                                         "5", "--io-timeout", "3", "--open-timeout", "60"})));
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!video::testing::IsBoundUdp(port) && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_TRUE(video::testing::IsBoundUdp(port)) << "detect-video does not read UDP " << port;
+  const ProcessResult sent =
+      RunProcess(MOGSERVE_FFMPEG,
+                 {"-nostdin", "-v", "error", "-re", "-i", ClipPath("clip.mp4"), "-c", "copy", "-f",
+                  "mpegts", "udp://127.0.0.1:" + std::to_string(port) + "?pkt_size=1316"});
+  ASSERT_EQ(sent.exit_code, 0) << sent.Describe();
+  const ProcessResult r = reader.Wait(std::chrono::seconds(60));
+  EXPECT_EQ(r.exit_code, 1) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "stream 0: timeout")) << r.err;
+  int frames = 0, previous = -1;
+  for (const nlohmann::json& line : ParseJsonLines(r.out)) {
+    if (line.contains("error")) continue;
+    const int frame = line.at("frame");
+    EXPECT_GT(frame, previous);
+    previous = frame;
+    ExpectClipFrame(line);
+    ++frames;
+  }
+  EXPECT_GE(frames, 40);  // 50 at 5 fps; a loaded machine may lose a few
+}
 
 TEST(DetectVideo, BadSourcesFailWithClearErrors) {
   TempDir dir;
