@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <mutex>
@@ -18,6 +21,7 @@
 #include "cli/progress_bar.h"
 #include "cli/shutdown_signals.h"
 #include "server/result_json.h"
+#include "server/stream_events.h"
 #ifdef MOGSERVE_WITH_VIDEO
 #include "pipeline/pipeline.h"
 #include "scheduler/scheduler_config.h"
@@ -38,6 +42,8 @@ struct DetectVideoFlags {
   std::vector<std::string> codecs = {"h264", "hevc", "mjpeg"};
   double frame_timeout_s = 1;
   bool quiet = false;
+  std::string save_frames;            // a folder: frames with faces, boxes drawn
+  double save_frames_interval_s = 1;  // at most one saved frame per this much video, per stream
   EngineFlags engine;
   InputFlags input;
 };
@@ -49,23 +55,7 @@ std::chrono::milliseconds Millis(double seconds) {
 }
 
 nlohmann::json FrameLine(const video::FrameResult& r) {
-  nlohmann::json line = server::ResultToJson(r.result.result, false);  // width, height, faces
-  const DetectTiming& t = r.result.result.timing;
-  line["stream"] = r.stream;
-  line["seq"] = r.seq;
-  line["frame"] = r.frame.index;
-  line["pts"] = server::Round(r.frame.pts_s, 6);
-  line["received_at"] = server::Round(
-      std::chrono::duration<double>(r.frame.received_at.time_since_epoch()).count(), 3);
-  line["latency_ms"] = {{"total", server::Round(r.latency_ms, 2)},
-                        {"decode", server::Round(r.frame.decode_ms, 2)},
-                        {"scale", server::Round(r.scale_ms, 2)},
-                        {"queue", server::Round(t.queue_ms, 2)},
-                        {"inference", server::Round(t.inference_ms, 2)},
-                        {"postprocess", server::Round(t.postprocess_ms, 2)}};
-  line["batch_size"] = t.batch_size;
-  line["skipped"] = r.skipped;
-  return line;
+  return server::FrameResultJson(r);  // the server's stream events carry the same lines
 }
 
 pipeline::PipelineOptions ToPipelineOptions(const DetectVideoFlags& flags,
@@ -142,10 +132,37 @@ void PrintSummary(const video::StreamIngest& s, const std::string& id) {
 
 using LineWriter = std::function<void(const nlohmann::json&)>;
 
+// --save-frames: each stream's detected frames with faces as DIR/<stream>_<frame>.jpg with
+// their boxes drawn, at most one per `interval_s` of presentation time. Called from pipeline
+// threads (each stream's results one at a time, in order).
+class FrameSaver {
+ public:
+  FrameSaver(std::string dir, double interval_s, size_t streams)
+      : dir_(std::move(dir)), interval_s_(interval_s), last_pts_(streams, -1e300) {}
+
+  void Offer(size_t stream, const video::FrameResult& r) {
+    if (r.result.result.faces.empty() || r.frame.pts_s - last_pts_[stream] < interval_s_) return;
+    last_pts_[stream] = r.frame.pts_s;
+    StatusOr<std::vector<uint8_t>> jpeg = server::SnapshotJpeg(r, /*boxes=*/true);
+    char name[64];
+    std::snprintf(name, sizeof(name), "/%s_%06lld.jpg", r.stream.c_str(),
+                  static_cast<long long>(r.frame.index));
+    std::ofstream file(dir_ + name, std::ios::binary);
+    if (jpeg.ok()) file.write(reinterpret_cast<const char*>(jpeg->data()), jpeg->size());
+    if (!jpeg.ok() || !file) spdlog::warn("--save-frames: cannot write {}{}", dir_, name);
+  }
+
+ private:
+  const std::string dir_;
+  const double interval_s_;
+  std::vector<double> last_pts_;  // per stream; each touched by its own stream's results only
+};
+
 // One StreamIngest per source, stream "N" for the Nth, each writing its results as lines.
 std::vector<std::unique_ptr<video::StreamIngest>> StartStreams(const DetectVideoFlags& flags,
                                                                pipeline::Pipeline& pipeline,
-                                                               const LineWriter& write_line) {
+                                                               const LineWriter& write_line,
+                                                               FrameSaver* saver) {
   std::vector<std::unique_ptr<video::StreamIngest>> streams;
   for (size_t i = 0; i < flags.sources.size(); ++i) {
     video::IngestOptions o;
@@ -158,9 +175,12 @@ std::vector<std::unique_ptr<video::StreamIngest>> StartStreams(const DetectVideo
     o.detect_fps = flags.detect_fps;
     o.realtime = flags.realtime;
     o.frame_timeout = Millis(flags.frame_timeout_s);
+    if (saver != nullptr) o.preview_max_side_px = 1 << 15;  // the source's own size
     streams.push_back(std::make_unique<video::StreamIngest>(
-        pipeline, std::move(o),
-        [&write_line](const video::FrameResult& r) { write_line(FrameLine(r)); }));
+        pipeline, std::move(o), [&write_line, saver, i](const video::FrameResult& r) {
+          write_line(FrameLine(r));
+          if (saver != nullptr) saver->Offer(i, r);
+        }));
   }
   return streams;
 }
@@ -201,6 +221,17 @@ int RunDetectVideo(const DetectVideoFlags& flags) {
   }
   OutputFile output(flags.job.output);
   if (!output.ok()) return kExitUsage;
+  std::unique_ptr<FrameSaver> saver;
+  if (!flags.save_frames.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(flags.save_frames, error);
+    if (error || !std::filesystem::is_directory(flags.save_frames)) {
+      std::cerr << "error: --save-frames " << flags.save_frames << ": cannot create the folder\n";
+      return kExitUsage;
+    }
+    saver = std::make_unique<FrameSaver>(flags.save_frames, flags.save_frames_interval_s,
+                                         flags.sources.size());
+  }
   std::ostream& out = output.stream();
 
   auto created = CreateEngineInstances(flags.engine, flags.job.instances);
@@ -227,7 +258,7 @@ int RunDetectVideo(const DetectVideoFlags& flags) {
     out << server::ToJsonLine(line) << "\n";
   };
   const std::vector<std::unique_ptr<video::StreamIngest>> streams =
-      StartStreams(flags, **pipeline, write_line);
+      StartStreams(flags, **pipeline, write_line, saver.get());
   bool any_paced = false;
   for (const auto& s : streams) any_paced = any_paced || s->paced();
   AwaitStreams(streams, signals, !any_paced && !flags.quiet && isatty(STDERR_FILENO));
@@ -289,6 +320,14 @@ CommandRunner RegisterDetectVideoCommand(CLI::App& app) {
       ->check(CLI::Range(0.001, 60.0))
       ->capture_default_str();
   app.add_flag("-q,--quiet", flags->quiet, "No progress bar and no summary on stderr");
+  app.add_option("--save-frames", flags->save_frames,
+                 "Folder for the frames with faces, boxes drawn, as <stream>_<frame>.jpg (at "
+                 "most one per --save-frames-interval of video per stream)");
+  app.add_option("--save-frames-interval", flags->save_frames_interval_s,
+                 "Seconds of video between two saved frames of a stream (0: every detected "
+                 "frame with faces)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
   AddEngineFlags(app, flags->engine);
   AddInputFlags(app, flags->input);
   return [flags] { return RunDetectVideo(*flags); };

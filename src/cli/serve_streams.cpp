@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/stream_events.h"
+
 #ifdef MOGSERVE_WITH_VIDEO
 #include "video/stream_registry.h"
 #else
@@ -51,9 +53,13 @@ StatusOr<std::unique_ptr<ServeStreams>> ServeStreams::Start(const ServeFlags& fl
   video::IngestOptions defaults;
   defaults.source.timeouts = {Millis(flags.stream_open_timeout_s),
                               Millis(flags.stream_io_timeout_s)};
+  defaults.no_frame_timeout = Millis(flags.stream_no_frame_timeout_s);
+  defaults.preview_max_side_px = 640;  // snapshots and MJPEG
   std::unique_ptr<ServeStreams> out(new ServeStreams());
   out->registry_ =
       std::make_unique<video::StreamRegistry>(pipeline, std::move(defaults), flags.max_streams);
+  out->events_ =
+      std::make_unique<server::StreamEvents>(*out->registry_, flags.max_stream_subscribers);
   for (const std::string& spec : flags.streams) {
     MOGSERVE_ASSIGN_OR_RETURN(const video::StreamConfig config, ParseStreamFlag(spec));
     const Status added = out->registry_->Add(config);
@@ -63,7 +69,7 @@ StatusOr<std::unique_ptr<ServeStreams>> ServeStreams::Start(const ServeFlags& fl
     }
     spdlog::info("stream {}: {}", config.id, video::RedactCredentials(config.url));
   }
-  http.SetStreams(out->registry_.get());
+  http.SetStreams(out->registry_.get(), out->events_.get());
   return out;
 }
 
@@ -84,6 +90,10 @@ StatusOr<std::unique_ptr<ServeStreams>> ServeStreams::Start(const ServeFlags& fl
 #endif
 
 ServeStreams::ServeStreams() = default;
-ServeStreams::~ServeStreams() = default;
+
+ServeStreams::~ServeStreams() {
+  if (events_) events_->Stop();  // no watcher, no frame listener left
+  registry_.reset();
+}
 
 }  // namespace mogserve::cli

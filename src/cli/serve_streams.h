@@ -10,6 +10,9 @@
 namespace mogserve::video {
 class StreamRegistry;
 }
+namespace mogserve::server {
+class StreamEvents;
+}
 
 namespace mogserve::cli {
 
@@ -29,6 +32,7 @@ class ServeStreams {
  private:
   ServeStreams();  // out of line: StreamRegistry is incomplete here (and absent without video)
   std::unique_ptr<video::StreamRegistry> registry_;
+  std::unique_ptr<server::StreamEvents> events_;  // listens to registry_: stopped first
 };
 
 }  // namespace mogserve::cli

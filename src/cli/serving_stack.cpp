@@ -163,6 +163,12 @@ void AddServeFlags(CLI::App& app, ServeFlags& f) {
   Flag(app, "--stream-io-timeout", f.stream_io_timeout_s,
        "Seconds a stream's read may wait for data")
       ->check(CLI::Range(0.1, 3600.0));
+  Flag(app, "--stream-no-frame-timeout", f.stream_no_frame_timeout_s,
+       "Seconds a live stream may go without a frame before it reconnects")
+      ->check(CLI::Range(0.1, 3600.0));
+  Flag(app, "--max-stream-subscribers", f.max_stream_subscribers,
+       "Most watchers of the streams' events, results and MJPEG at once (beyond: 503)")
+      ->check(CLI::Range(1, 1024));
   Flag(app, "--plan-batch-sizes", f.plan_batch_sizes,
        "Batch sizes the start-up warm-up measures (capped by --max-batch-size)")
       ->delimiter(',')

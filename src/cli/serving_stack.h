@@ -63,6 +63,8 @@ struct ServeFlags {
   int max_streams = 32;
   double stream_open_timeout_s = 10;
   double stream_io_timeout_s = 5;
+  double stream_no_frame_timeout_s = 10;  // the no-frame watchdog
+  int max_stream_subscribers = 16;        // SSE, NDJSON and MJPEG watchers at once
 };
 
 void AddServeFlags(CLI::App& app, ServeFlags& f);

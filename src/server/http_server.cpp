@@ -15,6 +15,7 @@
 #include "server/http/listener.h"
 #include "server/oip.h"
 #include "server/result_json.h"
+#include "server/stream_events.h"
 #include "server/stream_routes.h"
 #include "server/web_ui.h"
 
@@ -142,7 +143,7 @@ const RouteEntry* FindRoute(std::string_view path) {
   }
   static constexpr RouteEntry kUi = {"/ui", Route::kWebUi, "GET"};
   if (path == "/ui" || path.rfind("/ui/", 0) == 0) return &kUi;
-  static constexpr RouteEntry kStream = {"/v1/streams/", Route::kStream, "GET,DELETE"};
+  static constexpr RouteEntry kStream = {"/v1/streams/", Route::kStream, "GET,POST,DELETE"};
   if (path.size() > 12 && path.rfind("/v1/streams/", 0) == 0) return &kStream;
   return nullptr;
 }
@@ -350,6 +351,7 @@ void HttpServer::Stop() {
   if (stopped_.exchange(true)) return;
   listener_->Stop();
   events_->Stop();  // ends the event streams, so their connections can close
+  if (StreamEvents* watchers = stream_events_.load()) watchers->Stop();
 }
 
 void HttpServer::SetPipeline(pipeline::Pipeline* pipeline, std::vector<engine::Engine*> engines,
@@ -503,6 +505,7 @@ void HttpServer::Handle(HttpRequest request, http::Responder respond) {
     }
     case Route::kStreams:
     case Route::kStream:
+      if (HandleStreamWatch(*streams_.load(), stream_events_.load(), request, respond)) return;
       return respond(HandleStreamRequest(*streams_.load(), request));
     case Route::kWebUi:
       return respond(WebAssetResponse(request));
@@ -524,7 +527,8 @@ void HttpServer::Handle(HttpRequest request, http::Responder respond) {
   }
 }
 
-void HttpServer::SetStreams(video::StreamRegistry* streams) {
+void HttpServer::SetStreams(video::StreamRegistry* streams, StreamEvents* events) {
+  stream_events_ = events;
   streams_ = streams;
 }
 
@@ -678,6 +682,9 @@ HttpResponse HttpServer::Metrics() {
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   r.body = metrics_.Render(pipeline, pipeline ? engines_ : std::vector<engine::Engine*>{});
+  if (const video::StreamRegistry* streams = streams_.load()) {
+    r.body += StreamMetricsText(*streams);  // per-stream series, gone with their stream
+  }
   return r;
 }
 

@@ -10,7 +10,8 @@
 //   GET  /v1/models   what runs: model, variant, device, precision, input policy, buffer plan
 //   GET  /v1/stats    JSON for the web UI's dashboard (and connections, memory)
 //   GET  /v1/events   the same, pushed as Server-Sent Events every ?interval_ms (stats_events.h)
-//   /v1/streams, /v1/streams/{id}  video streams: list, add, get, delete (stream_routes.h)
+//   /v1/streams, /v1/streams/{id}[/restart]  video streams: list, add, get, delete, restart
+//                                  (stream_routes.h)
 //   GET  /, /ui/...   the web UI
 //   /v2/...           the Open Inference Protocol (KServe v2) REST API (oip.h): server and model
 //                     metadata, health, POST /v2/models/{name}[/versions/1]/infer (JSON and
@@ -55,6 +56,8 @@ namespace mogserve::video {
 class StreamRegistry;
 }
 namespace mogserve::server {
+
+class StreamEvents;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -111,7 +114,9 @@ class HttpServer : private http::HttpHandler {
   bool ready() const { return pipeline_.load() != nullptr; }
   // Serves /v1/streams from `streams` (not owned; must stay alive until Serve returns); until
   // then, and without video support, those routes answer 404.
-  void SetStreams(video::StreamRegistry* streams);
+  // `events` (not owned, may be null) pushes their results (stream_events.h); the server stops
+  // it when it stops, so that its watchers' connections can close.
+  void SetStreams(video::StreamRegistry* streams, StreamEvents* events = nullptr);
 
  private:
   // http::HttpHandler.
@@ -147,6 +152,7 @@ class HttpServer : private http::HttpHandler {
   std::unique_ptr<StatsEvents> events_;  // GET /v1/events
   std::atomic<pipeline::Pipeline*> pipeline_{nullptr};
   std::atomic<video::StreamRegistry*> streams_{nullptr};
+  std::atomic<StreamEvents*> stream_events_{nullptr};
   std::vector<engine::Engine*> engines_;  // written once before pipeline_ is published
   ModelDescription model_;                // same
   int64_t idle_rss_bytes_ = 0;            // same

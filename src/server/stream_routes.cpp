@@ -4,6 +4,8 @@
 #include "server/result_json.h"
 
 #ifdef MOGSERVE_WITH_VIDEO
+#include "server/metrics_registry.h"
+#include "server/stream_events.h"
 #include "video/stream_registry.h"
 #endif
 
@@ -23,13 +25,31 @@ http::HttpResponse Json(const nlohmann::json& body, int status) {
   return r;
 }
 
+double UnixSeconds(std::chrono::system_clock::time_point t) {
+  return Round(std::chrono::duration<double>(t.time_since_epoch()).count(), 3);
+}
+
+nlohmann::json ErrorJson(const video::VideoError& e) {
+  return {{"code", video::VideoErrorName(e.code)}, {"message", e.message}};
+}
+
 nlohmann::json StreamJson(const video::StreamInfo& s) {
   const video::IngestCounters& c = s.counters;
+  const video::IngestStatus& st = s.status;
   nlohmann::json j = {{"id", s.id},
                       {"url", s.url},
+                      {"detect_fps", s.detect_fps},
                       {"state", video::StreamStateName(s.state)},
+                      {"since", UnixSeconds(st.since)},
+                      {"reconnects", st.reconnects},
+                      {"codec", st.codec},
+                      {"width", st.width},
+                      {"height", st.height},
+                      {"source_fps", Round(st.source_fps, 3)},
+                      {"lag_ms", Round(st.lag_ms, 1)},
                       {"frames",
-                       {{"decoded", c.decoded},
+                       {{"received", c.received},
+                        {"decoded", c.decoded},
                         {"corrupt", c.corrupt},
                         {"sampled_out", c.sampled_out},
                         {"submitted", c.submitted},
@@ -37,12 +57,26 @@ nlohmann::json StreamJson(const video::StreamInfo& s) {
                         {"superseded", c.superseded},
                         {"expired", c.expired},
                         {"failed", c.failed}}},
+                      {"fps",
+                       {{"received", Round(st.fps.received, 2)},
+                        {"decoded", Round(st.fps.decoded, 2)},
+                        {"corrupt", Round(st.fps.corrupt, 2)},
+                        {"sampled_out", Round(st.fps.sampled_out, 2)},
+                        {"detected", Round(st.fps.detected, 2)},
+                        {"superseded", Round(st.fps.superseded, 2)},
+                        {"expired", Round(st.fps.expired, 2)}}},
+                      {"latency_ms",
+                       {{"p50", Round(st.latency.p50_ms, 2)},
+                        {"p95", Round(st.latency.p95_ms, 2)},
+                        {"p99", Round(st.latency.p99_ms, 2)}}},
                       {"last",
                        {{"frame", s.last_frame},
                         {"faces", s.last_faces},
                         {"latency_ms", Round(s.last_latency_ms, 2)}}}};
-  if (s.error) {
-    j["error"] = {{"code", video::VideoErrorName(s.error->code)}, {"message", s.error->message}};
+  if (s.error) j["error"] = ErrorJson(*s.error);
+  if (st.last_error) {
+    j["last_error"] = ErrorJson(*st.last_error);
+    j["last_error"]["at"] = UnixSeconds(st.last_error_at);
   }
   return j;
 }
@@ -64,7 +98,8 @@ http::HttpResponse AddError(const Status& status) {
 http::HttpResponse Add(video::StreamRegistry& registry, const std::string& body) {
   nlohmann::json j;
   // Depth-limited like every JSON body (detect_request.h): nothing recurses on client data.
-  if (auto e = ParseJsonLimited(body, 8, &j)) return http::JsonError(e->status, e->code, e->message);
+  if (auto e = ParseJsonLimited(body, 8, &j))
+    return http::JsonError(e->status, e->code, e->message);
   if (!j.is_object() || !j.contains("id") || !j["id"].is_string() || !j.contains("url") ||
       !j["url"].is_string() || (j.contains("detect_fps") && !j["detect_fps"].is_number())) {
     return http::JsonError(422, "invalid_request",
@@ -90,7 +125,27 @@ http::HttpResponse HandleStreamRequest(video::StreamRegistry& registry,
     for (const video::StreamInfo& s : registry.List()) list.push_back(StreamJson(s));
     return Json({{"streams", list}}, 200);
   }
-  const std::string id = request.path.substr(kPrefix.size());
+  std::string id = request.path.substr(kPrefix.size());
+  constexpr std::string_view kRestart = "/restart";
+  if (id.size() > kRestart.size() &&
+      id.compare(id.size() - kRestart.size(), kRestart.size(), kRestart) == 0) {
+    id.resize(id.size() - kRestart.size());
+    if (request.method != "POST") {
+      http::HttpResponse r =
+          http::JsonError(405, "method_not_allowed", "only POST " + request.path + " is allowed");
+      r.SetHeader("Allow", "POST");
+      return r;
+    }
+    const Status restarted = registry.Restart(id);
+    if (!restarted.ok()) return http::JsonError(404, "stream_not_found", restarted.message());
+    return Json(StreamJson(*registry.Get(id)), 200);
+  }
+  if (request.method == "POST") {
+    http::HttpResponse r = http::JsonError(405, "method_not_allowed",
+                                           "POST is for /v1/streams and /v1/streams/{id}/restart");
+    r.SetHeader("Allow", "GET, DELETE");
+    return r;
+  }
   if (request.method == "DELETE") {
     const Status removed = registry.Remove(id);
     if (!removed.ok()) return http::JsonError(404, "stream_not_found", removed.message());
@@ -103,7 +158,219 @@ http::HttpResponse HandleStreamRequest(video::StreamRegistry& registry,
   return Json(StreamJson(*info), 200);
 }
 
+namespace {
+
+// One family's header and a sample per stream (label values escaped).
+void Family(std::string& out, const std::string& name, const char* type, const char* help) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+void Sample(std::string& out, const std::string& name, const std::string& labels, double value) {
+  out += name + "{" + labels + "} " + FormatMetricValue(value) + "\n";
+}
+
+}  // namespace
+
+namespace {
+
+// "1"/"true" → true, "0"/"false" → false, absent → `otherwise`; nullopt when malformed.
+std::optional<bool> QueryFlag(const http::HttpRequest& request, const char* name, bool otherwise) {
+  auto it = request.query.find(name);
+  if (it == request.query.end()) return otherwise;
+  if (it->second == "1" || it->second == "true") return true;
+  if (it->second == "0" || it->second == "false") return false;
+  return std::nullopt;
+}
+
+std::vector<std::string> SplitIds(const std::string& text) {
+  std::vector<std::string> ids;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    if (comma > start) ids.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return ids;
+}
+
+http::HttpResponse TooManySubscribers() {
+  http::HttpResponse r = http::JsonError(503, "too_many_subscribers",
+                                         "the streams have their most watchers already "
+                                         "(--max-stream-subscribers)");
+  r.SetHeader("Retry-After", "5");
+  return r;
+}
+
+// Starts a streamed answer and hands it to `events`.
+void Watch(StreamEvents& events, const http::Responder& respond, const std::string& content_type,
+           StreamEvents::Watch watch) {
+  http::HttpResponse head;
+  head.content_type = content_type;
+  head.SetHeader("Cache-Control", "no-cache");
+  head.SetHeader("X-Accel-Buffering", "no");
+  events.Subscribe(respond.Stream(std::move(head)), std::move(watch));
+}
+
+http::HttpResponse Snapshot(video::StreamRegistry& registry, const std::string& id,
+                            const http::HttpRequest& request) {
+  const std::optional<bool> boxes = QueryFlag(request, "boxes", true);
+  if (!boxes) return http::JsonError(422, "invalid_request", "boxes must be 0 or 1");
+  StatusOr<std::shared_ptr<const video::FrameResult>> latest = registry.Latest(id);
+  if (!latest.ok()) return http::JsonError(404, "stream_not_found", latest.status().message());
+  if (*latest == nullptr || (*latest)->preview == nullptr) {
+    http::HttpResponse r =
+        http::JsonError(503, "no_frame_yet", "stream '" + id + "' has no detected frame yet");
+    r.SetHeader("Retry-After", "1");
+    return r;
+  }
+  StatusOr<std::vector<uint8_t>> jpeg = SnapshotJpeg(**latest, *boxes);
+  if (!jpeg.ok()) return http::JsonError(500, "internal", jpeg.status().message());
+  http::HttpResponse r;
+  r.status = 200;
+  r.content_type = "image/jpeg";
+  r.body.assign(jpeg->begin(), jpeg->end());
+  r.SetHeader("Cache-Control", "no-store");
+  r.SetHeader("X-Frame", std::to_string((*latest)->frame.index));
+  return r;
+}
+
+}  // namespace
+
+bool HandleStreamWatch(video::StreamRegistry& registry, StreamEvents* events,
+                       const http::HttpRequest& request, const http::Responder& respond) {
+  if (request.method != "GET" && request.method != "HEAD") return false;
+  const std::string& path = request.path;
+  if (path == "/v1/streams/events") {
+    if (events == nullptr || events->full()) {
+      respond(TooManySubscribers());
+      return true;
+    }
+    StreamEvents::Watch watch;
+    watch.format = StreamEvents::Format::kSse;
+    auto ids = request.query.find("ids");
+    if (ids != request.query.end()) watch.ids = SplitIds(ids->second);
+    Watch(*events, respond, "text/event-stream", std::move(watch));
+    return true;
+  }
+  if (path.rfind(kPrefix, 0) != 0) return false;
+  const std::string rest = path.substr(kPrefix.size());
+  const size_t slash = rest.find('/');
+  if (slash == std::string::npos) return false;
+  const std::string id = rest.substr(0, slash);
+  const std::string what = rest.substr(slash + 1);
+  if (what != "results" && what != "mjpeg" && what != "snapshot.jpg") return false;
+  if (what == "snapshot.jpg") {
+    respond(Snapshot(registry, id, request));
+    return true;
+  }
+  if (!registry.Get(id).ok()) {
+    respond(http::JsonError(404, "stream_not_found", "no stream '" + id + "'"));
+    return true;
+  }
+  StreamEvents::Watch watch;
+  watch.ids = {id};
+  if (what == "mjpeg") {
+    const std::optional<bool> boxes = QueryFlag(request, "boxes", true);
+    double fps = 5;
+    auto f = request.query.find("fps");
+    if (f != request.query.end()) {
+      try {
+        fps = std::stod(f->second);
+      } catch (const std::exception&) {
+        fps = -1;
+      }
+    }
+    if (!boxes || !(fps > 0 && fps <= 30)) {
+      respond(http::JsonError(422, "invalid_request", "expected fps in (0, 30] and boxes 0 or 1"));
+      return true;
+    }
+    watch.fps = fps;
+    watch.boxes = *boxes;
+  }
+  if (events == nullptr || events->full()) {
+    respond(TooManySubscribers());
+    return true;
+  }
+  if (what == "results") {
+    watch.format = StreamEvents::Format::kNdjson;
+    Watch(*events, respond, "application/x-ndjson", std::move(watch));
+  } else {
+    watch.format = StreamEvents::Format::kMjpeg;
+    Watch(*events, respond,
+          std::string("multipart/x-mixed-replace; boundary=") + StreamEvents::kMjpegBoundary,
+          std::move(watch));
+  }
+  return true;
+}
+
+std::string StreamMetricsText(const video::StreamRegistry& registry) {
+  const std::vector<video::StreamInfo> streams = registry.List();
+  if (streams.empty()) return "";
+  std::string out;
+  auto label = [](const video::StreamInfo& s) {
+    return "stream=\"" + EscapeLabelValue(s.id) + "\"";
+  };
+  Family(out, "mogserve_stream_frames_total", "counter",
+         "Frames of each video stream by stage (since the stream was added or restarted).");
+  for (const video::StreamInfo& s : streams) {
+    const video::IngestCounters& c = s.counters;
+    const std::pair<const char*, int64_t> stages[] = {
+        {"received", c.received},       {"decoded", c.decoded},     {"corrupt", c.corrupt},
+        {"sampled_out", c.sampled_out}, {"submitted", c.submitted}, {"detected", c.detected},
+        {"superseded", c.superseded},   {"expired", c.expired},     {"failed", c.failed}};
+    for (const auto& [stage, n] : stages) {
+      Sample(out, "mogserve_stream_frames_total", label(s) + ",stage=\"" + stage + "\"",
+             static_cast<double>(n));
+    }
+  }
+  Family(out, "mogserve_stream_fps", "gauge", "Frames per second of each stage, last 10 s.");
+  for (const video::StreamInfo& s : streams) {
+    const video::IngestRates& f = s.status.fps;
+    const std::pair<const char*, double> stages[] = {
+        {"received", f.received},       {"decoded", f.decoded},   {"corrupt", f.corrupt},
+        {"sampled_out", f.sampled_out}, {"detected", f.detected}, {"superseded", f.superseded},
+        {"expired", f.expired}};
+    for (const auto& [stage, v] : stages) {
+      Sample(out, "mogserve_stream_fps", label(s) + ",stage=\"" + stage + "\"", v);
+    }
+  }
+  Family(out, "mogserve_stream_latency_seconds", "gauge",
+         "Frame arrival to result of the frames detected in the last 10 s, by quantile.");
+  for (const video::StreamInfo& s : streams) {
+    const video::LatencyPercentiles& l = s.status.latency;
+    Sample(out, "mogserve_stream_latency_seconds", label(s) + ",quantile=\"0.5\"", l.p50_ms / 1000);
+    Sample(out, "mogserve_stream_latency_seconds", label(s) + ",quantile=\"0.95\"",
+           l.p95_ms / 1000);
+    Sample(out, "mogserve_stream_latency_seconds", label(s) + ",quantile=\"0.99\"",
+           l.p99_ms / 1000);
+  }
+  Family(out, "mogserve_stream_lag_seconds", "gauge",
+         "How far the latest frame's reading trails its presentation time.");
+  for (const video::StreamInfo& s : streams) {
+    Sample(out, "mogserve_stream_lag_seconds", label(s), s.status.lag_ms / 1000);
+  }
+  Family(out, "mogserve_stream_up", "gauge", "1 while the stream is running, else 0.");
+  for (const video::StreamInfo& s : streams) {
+    Sample(out, "mogserve_stream_up", label(s), s.state == video::StreamState::kRunning ? 1 : 0);
+  }
+  Family(out, "mogserve_stream_reconnects_total", "counter",
+         "Connections re-established after the source was lost.");
+  for (const video::StreamInfo& s : streams) {
+    Sample(out, "mogserve_stream_reconnects_total", label(s),
+           static_cast<double>(s.status.reconnects));
+  }
+  return out;
+}
+
 #else
+
+bool HandleStreamWatch(video::StreamRegistry&, StreamEvents*, const http::HttpRequest&,
+                       const http::Responder&) {
+  return false;
+}
+
+std::string StreamMetricsText(const video::StreamRegistry&) {
+  return "";
+}
 
 http::HttpResponse HandleStreamRequest(video::StreamRegistry&, const http::HttpRequest& request) {
   return http::JsonError(404, "not_found",

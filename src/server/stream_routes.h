@@ -6,11 +6,20 @@
 //   GET    /v1/streams/{id}   stream; 404 stream_not_found
 //   DELETE /v1/streams/{id}   204 (the stream is stopped, an open or read in progress
 //                             interrupted); 404 stream_not_found
-// A stream: {"id","url" (no credentials),"state","error"?:{"code","message"},"frames":{decoded,
-// corrupt, sampled_out, submitted, detected, superseded, expired, failed},"last":{"frame",
-// "faces","latency_ms"}}.
+//   POST   /v1/streams/{id}/restart  200 stream (stopped and started again, fresh counters:
+//                             how a `failed` stream is retried); 404 stream_not_found
+// A stream: {"id","url" (no credentials),"detect_fps","state" (connecting, running,
+// reconnecting, ended, failed),"since","reconnects","error"?:{"code","message"} (failed: why),
+// "last_error"?:{"code","message","at"},"codec","width","height","source_fps","lag_ms",
+// "frames":{received, decoded, corrupt, sampled_out, submitted, detected, superseded, expired,
+// failed} (totals),"fps":{received, decoded, corrupt, sampled_out, detected, superseded,
+// expired} (last 10 s),"latency_ms":{"p50","p95","p99"} (last 10 s),"last":{"frame","faces",
+// "latency_ms"}}. Times are Unix seconds.
 #pragma once
 
+#include <string>
+
+#include "server/http/http_handler.h"
 #include "server/http/http_message.h"
 
 namespace mogserve::video {
@@ -23,5 +32,26 @@ namespace mogserve::server {
 // (MOGSERVE_WITH_VIDEO off) every answer is 404 saying so.
 http::HttpResponse HandleStreamRequest(video::StreamRegistry& registry,
                                        const http::HttpRequest& request);
+
+class StreamEvents;
+
+// The watch routes (stream_events.h), answered through `respond`; false when `request` is not
+// one of them (then HandleStreamRequest answers it):
+//   GET /v1/streams/events?ids=a,b       SSE; 503 too_many_subscribers
+//   GET /v1/streams/{id}/results         NDJSON lines; 404 stream_not_found; 503
+//   GET /v1/streams/{id}/mjpeg?fps=5&boxes=1   multipart/x-mixed-replace; 0 < fps <= 30 else
+//                                        422; 404; 503
+//   GET /v1/streams/{id}/snapshot.jpg?boxes=1  the latest detected frame (<= 640 px) with its
+//                                        own boxes; 404; 503 no_frame_yet (Retry-After: 1)
+// `events` null: the streamed ones answer 404.
+bool HandleStreamWatch(video::StreamRegistry& registry, StreamEvents* events,
+                       const http::HttpRequest& request, const http::Responder& respond);
+
+// The streams' Prometheus families (text format), appended to /metrics, one series per stream
+// with a `stream` label: mogserve_stream_frames_total{stage}, mogserve_stream_up (1 while
+// running), mogserve_stream_reconnects_total, mogserve_stream_latency_seconds{quantile} (last
+// 10 s), mogserve_stream_lag_seconds, mogserve_stream_fps{stage} (last 10 s). Rendered from
+// the registry on each scrape, so a removed stream's series go with it. "" without video.
+std::string StreamMetricsText(const video::StreamRegistry& registry);
 
 }  // namespace mogserve::server

@@ -39,7 +39,28 @@ bool IsLiveUrl(const std::string& url) {
   return scheme.ok() && IsLive(*scheme);
 }
 
+// Seconds of a steady time point, for the lag (differences only).
+double Seconds(SteadyClock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
 }  // namespace
+
+const char* StreamStateName(StreamState state) {
+  switch (state) {
+    case StreamState::kConnecting:
+      return "connecting";
+    case StreamState::kRunning:
+      return "running";
+    case StreamState::kReconnecting:
+      return "reconnecting";
+    case StreamState::kEnded:
+      return "ended";
+    case StreamState::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
 
 StreamIngest::StreamIngest(pipeline::Pipeline& pipeline, IngestOptions options,
                            ResultCallback on_result)
@@ -47,7 +68,10 @@ StreamIngest::StreamIngest(pipeline::Pipeline& pipeline, IngestOptions options,
       options_(std::move(options)),
       on_result_(std::move(on_result)),
       paced_(options_.realtime || IsLiveUrl(options_.source.url)),
-      reader_(options_.source) {
+      live_(IsLiveUrl(options_.source.url)),
+      display_url_(RedactCredentials(options_.source.url)),
+      window_(SteadyClock::now()) {
+  status_.since = std::chrono::system_clock::now();
   thread_ = std::thread([this] { Run(); });
   const std::string name = ("in-" + options_.id).substr(0, 15);  // the kernel's limit
   pthread_setname_np(thread_.native_handle(), name.c_str());
@@ -60,7 +84,10 @@ StreamIngest::~StreamIngest() {
 
 void StreamIngest::Stop() {
   stop_ = true;
-  reader_.Interrupt();
+  {
+    std::lock_guard<std::mutex> lock(reader_mu_);
+    if (reader_) reader_->Interrupt();
+  }
   std::lock_guard<std::mutex> lock(mu_);
   cv_.notify_all();
 }
@@ -75,70 +102,177 @@ IngestCounters StreamIngest::counters() const {
   return counters_;
 }
 
-void StreamIngest::Run() {
-  if (std::optional<VideoError> failed = reader_.Open()) {
-    if (!stop_) error_ = std::move(failed);
-  } else {
-    expected_frames_ = reader_.expected_frames();
-    opened_ = true;
-    ReadFrames();
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return pending_.empty(); });
+IngestStatus StreamIngest::status() const {
+  const auto now = SteadyClock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  IngestStatus s = status_;
+  s.counters = counters_;
+  s.fps.received = window_.PerSecond(StreamEvent::kReceived, now);
+  s.fps.decoded = window_.PerSecond(StreamEvent::kDecoded, now);
+  s.fps.corrupt = window_.PerSecond(StreamEvent::kCorrupt, now);
+  s.fps.sampled_out = window_.PerSecond(StreamEvent::kSampledOut, now);
+  s.fps.detected = window_.PerSecond(StreamEvent::kDetected, now);
+  s.fps.superseded = window_.PerSecond(StreamEvent::kSuperseded, now);
+  s.fps.expired = window_.PerSecond(StreamEvent::kExpired, now);
+  s.latency = window_.Latency(now);
+  return s;
+}
+
+void StreamIngest::SetState(StreamState state, const std::optional<VideoError>& error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = std::chrono::system_clock::now();
+  if (state != status_.state) status_.since = now;
+  status_.state = state;
+  if (error) {
+    status_.last_error = error;
+    status_.last_error_at = now;
   }
+}
+
+void StreamIngest::Run() {
+  ReconnectBackoff backoff(options_.backoff);
+  while (!stop_) {
+    const Attempt attempt = Connect();
+    if (stop_) break;
+    const bool retry =
+        options_.reconnect && live_ && (!attempt.error || IsRetryable(attempt.error->code));
+    if (!retry) {
+      error_ = attempt.error;
+      SetState(attempt.error ? StreamState::kFailed : StreamState::kEnded, attempt.error);
+      if (attempt.error && options_.reconnect) {
+        spdlog::warn("stream {}: failed, not retried: {}", options_.id, attempt.error->message);
+      }
+      break;
+    }
+    const VideoError lost =
+        attempt.error ? *attempt.error
+                      : VideoError{VideoErrorCode::kIoError,
+                                   "reading " + display_url_ + ": the source ended the stream"};
+    const std::chrono::milliseconds delay = backoff.Next(attempt.ran_for);
+    SetState(StreamState::kReconnecting, lost);
+    spdlog::warn("stream {}: {}; reconnecting in {:.1f} s", options_.id, lost.message,
+                 static_cast<double>(delay.count()) / 1000.0);
+    if (!WaitUntil(SteadyClock::now() + delay)) break;
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return pending_.empty(); });
   finished_ = true;
 }
 
-bool StreamIngest::ConnectionEnded(const VideoError& error) {
+StreamIngest::Attempt StreamIngest::Connect() {
+  VideoSourceOptions source = options_.source;
+  if (live_) source.no_frame_timeout = options_.no_frame_timeout;
+  std::unique_ptr<VideoReader> previous;
+  {
+    std::lock_guard<std::mutex> lock(reader_mu_);
+    if (stop_) return {};
+    previous = std::move(reader_);
+    reader_ = std::make_unique<VideoReader>(std::move(source));
+  }
+  previous.reset();  // closes the lost connection outside the lock
+  VideoReader& reader = *reader_;
+  if (std::optional<VideoError> failed = reader.Open()) {
+    if (stop_) return {};
+    return {std::move(failed), std::chrono::milliseconds(0)};
+  }
+  expected_frames_ = reader.expected_frames();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (opened_) ++status_.reconnects;
+    status_.codec = reader.codec_name();
+    status_.source_fps = reader.frame_rate();
+  }
+  opened_ = true;
+  SetState(StreamState::kRunning, std::nullopt);
+  SteadyClock::time_point first_frame{};
+  Attempt attempt;
+  attempt.error = ReadFrames(reader, &first_frame);
+  if (first_frame != SteadyClock::time_point{}) {
+    attempt.ran_for =
+        std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - first_frame);
+  }
+  if (stop_) attempt.error.reset();
+  return attempt;
+}
+
+bool StreamIngest::ConnectionEnded(const VideoReader& reader, const VideoError& error) {
   // A live source that has sent frames ends by closing its connection, and FFmpeg reports that
   // per protocol: EOF (tcp, http MPEG-TS), EIO (rtmp), "invalid data" (MJPEG multipart cut at
-  // the end of a part). There is no reconnecting yet, so that is the stream's end, not a failure.
+  // the end of a part).
   const bool read_error =
       error.code == VideoErrorCode::kIoError || error.code == VideoErrorCode::kInvalidData;
-  if (!IsLiveUrl(options_.source.url) || !read_error || reader_.counters().decoded == 0) {
-    return false;
-  }
-  spdlog::warn("stream {}: {} closed: {}", options_.id, reader_.display_url(), error.message);
+  if (!live_ || !read_error || reader.counters().decoded == 0) return false;
+  spdlog::warn("stream {}: {} closed: {}", options_.id, display_url_, error.message);
   return true;
 }
 
-void StreamIngest::ReadFrames() {
-  FrameSampler sampler(options_.detect_fps);
-  const bool pace_file = options_.realtime && !IsLiveUrl(options_.source.url);
+void StreamIngest::TakeReaderCounts(const VideoReader& reader, ReaderCounters* seen) {
+  const ReaderCounters now = reader.counters();
+  const auto t = SteadyClock::now();
+  counters_.received += now.packets - seen->packets;
+  counters_.corrupt += now.corrupt - seen->corrupt;
+  window_.Add(StreamEvent::kReceived, t, now.packets - seen->packets);
+  window_.Add(StreamEvent::kCorrupt, t, now.corrupt - seen->corrupt);
+  *seen = now;
+}
+
+std::optional<VideoError> StreamIngest::ReadFrames(VideoReader& reader,
+                                                   SteadyClock::time_point* first_frame) {
+  FrameSampler sampler(options_.detect_fps);  // per connection: timestamps restart
+  const bool pace_file = options_.realtime && !live_;
   const auto started = SteadyClock::now();
+  ReaderCounters seen;
   int64_t sampled_before = 0;
   FrameInfo frame;
   while (!stop_) {
-    const VideoReader::ReadState state = reader_.Next(&frame);
+    const VideoReader::ReadState state = reader.Next(&frame);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      counters_.corrupt = reader_.counters().corrupt;
+      TakeReaderCounts(reader, &seen);
     }
-    if (state == VideoReader::ReadState::kEnded) return;
+    if (state == VideoReader::ReadState::kEnded) return std::nullopt;
     if (state == VideoReader::ReadState::kFailed) {
-      if (!stop_ && !ConnectionEnded(reader_.error())) error_ = reader_.error();
-      return;
+      if (stop_) return std::nullopt;
+      if (!ConnectionEnded(reader, reader.error())) return reader.error();
+      // A lost connection (retried when reconnecting), or the stream's end.
+      if (!options_.reconnect) return std::nullopt;
+      return VideoError{VideoErrorCode::kIoError, reader.error().message};
     }
     if (pace_file) {
       // A file played like a camera: its frame "arrives" when its presentation time comes.
       const auto due = started + std::chrono::duration_cast<SteadyClock::duration>(
                                      std::chrono::duration<double>(frame.pts_s));
-      if (!WaitUntil(due)) return;
+      if (!WaitUntil(due)) return std::nullopt;
       frame.arrival = SteadyClock::now();
       frame.received_at = std::chrono::system_clock::now();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (*first_frame == SteadyClock::time_point{}) {
+        *first_frame = frame.arrival;
+        lag_origin_s_ = Seconds(frame.arrival) - frame.pts_s;
+      }
+      status_.lag_ms = (Seconds(frame.arrival) - frame.pts_s - lag_origin_s_) * 1000;
+      status_.width = frame.width;
+      status_.height = frame.height;
     }
     // A frame is counted as decoded together with where it went (sampled out here, submitted in
     // Submit), so every snapshot of the counters adds up; one abandoned by Stop while it waited
     // for its time never arrived.
     if (!sampler.Take(frame.pts_s)) {
       std::lock_guard<std::mutex> lock(mu_);
+      const auto now = SteadyClock::now();
       ++counters_.decoded;
       ++counters_.sampled_out;
+      window_.Add(StreamEvent::kDecoded, now);
+      window_.Add(StreamEvent::kSampledOut, now);
       ++sampled_before;
       continue;
     }
-    Submit(frame, sampled_before);
+    Submit(reader, frame, sampled_before);
     sampled_before = 0;
   }
+  return std::nullopt;
 }
 
 bool StreamIngest::WaitUntil(SteadyClock::time_point t) {
@@ -146,15 +280,20 @@ bool StreamIngest::WaitUntil(SteadyClock::time_point t) {
   return !cv_.wait_until(lock, t, [&] { return stop_.load(); });
 }
 
-void StreamIngest::Submit(const FrameInfo& frame, int64_t sampled_before) {
-  pipeline::PreparedCanvas canvas = reader_.Scale(pipeline_.buckets(), pipeline_.canvas_pool());
+void StreamIngest::Submit(VideoReader& reader, const FrameInfo& frame, int64_t sampled_before) {
+  pipeline::PreparedCanvas canvas = reader.Scale(pipeline_.buckets(), pipeline_.canvas_pool());
+  std::shared_ptr<const image::Image> preview;
+  if (options_.preview_max_side_px > 0) {
+    preview = std::make_shared<const image::Image>(reader.Preview(options_.preview_max_side_px));
+  }
   int64_t seq = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     seq = next_seq_++;
-    pending_[seq] = {frame, canvas.preprocess_ms, sampled_before};
+    pending_[seq] = {frame, canvas.preprocess_ms, sampled_before, std::move(preview)};
     ++counters_.decoded;
     ++counters_.submitted;
+    window_.Add(StreamEvent::kDecoded, SteadyClock::now());
   }
   pipeline::SubmitRequest request;
   request.priority = scheduler::Priority::kStream;
@@ -169,18 +308,23 @@ void StreamIngest::Submit(const FrameInfo& frame, int64_t sampled_before) {
 }
 
 void StreamIngest::Count(Outcome outcome) {
+  const auto now = SteadyClock::now();
   switch (outcome) {
     case Outcome::kDone:
       ++counters_.detected;
+      window_.Add(StreamEvent::kDetected, now);
       break;
     case Outcome::kSuperseded:
       ++counters_.superseded;
+      window_.Add(StreamEvent::kSuperseded, now);
       break;
     case Outcome::kRejectedDeadline:
       ++counters_.expired;
+      window_.Add(StreamEvent::kExpired, now);
       break;
     default:
       ++counters_.failed;
+      window_.Add(StreamEvent::kFailed, now);
       break;
   }
 }
@@ -191,6 +335,7 @@ void StreamIngest::OnResult(int64_t seq, pipeline::RequestResult result) {
   Count(result.outcome);
   Pending& mine = pending_.at(seq);
   mine.latency_ms = std::chrono::duration<double, std::milli>(now - mine.frame.arrival).count();
+  if (result.outcome == Outcome::kDone) window_.AddLatency(mine.latency_ms, now);
   ended_.emplace(seq, std::move(result));
   // Deliver every frame whose predecessors have all ended, in order.
   for (auto it = ended_.find(next_delivery_); it != ended_.end();
@@ -205,6 +350,7 @@ void StreamIngest::OnResult(int64_t seq, pipeline::RequestResult result) {
       r.result = std::move(it->second);
       r.latency_ms = pending->second.latency_ms;
       r.scale_ms = pending->second.scale_ms;
+      r.preview = std::move(pending->second.preview);
       r.skipped = skipped_;
       skipped_ = 0;
       on_result_(r);

@@ -13,6 +13,10 @@
 //   instead of dropping (backpressure), the scheduler keeps a client's frames FIFO, and several
 //   frames of the stream may share a batch. No deadline: an offline job has none.
 // Either way results are delivered in frame order, one callback per detected frame.
+//
+// With `reconnect`, a live source that is lost (closed, unreachable, silent, no frame for
+// `no_frame_timeout`) is opened again after a ReconnectBackoff delay, on the same thread, until
+// Stop; errors that retrying cannot mend (IsRetryable) end the stream as failed at once.
 #pragma once
 
 #include <atomic>
@@ -28,6 +32,8 @@
 #include <thread>
 
 #include "pipeline/pipeline.h"
+#include "video/reconnect_backoff.h"
+#include "video/stream_window.h"
 #include "video/video_reader.h"
 
 namespace mogserve::video {
@@ -39,7 +45,19 @@ struct IngestOptions {
   bool realtime = false;  // files: read at their own frame rate, like a camera (live always is)
   std::chrono::milliseconds frame_timeout{1000};  // paced: a frame not detected by then expires
   std::optional<DetectOptions> detect;            // nullopt = the pipeline's defaults
+  // Live sources: reconnect after losing the source (see above), with these delays.
+  bool reconnect = false;
+  BackoffOptions backoff;
+  // Live sources: a read that yields no frame for this long counts as a lost source.
+  std::chrono::milliseconds no_frame_timeout{10'000};
+  // Each submitted frame also as a picture of at most this long side (FrameResult::preview),
+  // for snapshots, MJPEG and saved frames; 0: none.
+  int preview_max_side_px = 0;
 };
+
+enum class StreamState { kConnecting, kRunning, kReconnecting, kEnded, kFailed };
+// "connecting", "running", "reconnecting", "ended", "failed".
+const char* StreamStateName(StreamState state);
 
 struct FrameResult {
   std::string stream;
@@ -49,11 +67,14 @@ struct FrameResult {
   double latency_ms = 0;           // from the frame's arrival to its result
   double scale_ms = 0;             // swscale into the canvas
   int64_t skipped = 0;             // frames decoded but not detected since the previous result
+  // The frame itself (IngestOptions::preview_max_side_px), shared read-only; null without.
+  std::shared_ptr<const image::Image> preview;
 };
 
 // Every decoded frame ends in exactly one of sampled_out or submitted; every submitted frame in
 // one of detected, superseded, expired or failed (or is still in flight).
 struct IngestCounters {
+  int64_t received = 0;     // video packets read (after each connection's first keyframe)
   int64_t decoded = 0;      // undamaged frames out of the decoder
   int64_t corrupt = 0;      // damaged frames or packets, not detected
   int64_t sampled_out = 0;  // left out by detect_fps
@@ -62,6 +83,34 @@ struct IngestCounters {
   int64_t superseded = 0;  // replaced in the queue by a newer frame (paced only)
   int64_t expired = 0;     // not run within frame_timeout (paced only)
   int64_t failed = 0;      // refused (queue full, shutdown) or the engine failed
+};
+
+// Frames per second of each stage over the last 10 s (StreamWindow).
+struct IngestRates {
+  double received = 0;
+  double decoded = 0;
+  double corrupt = 0;
+  double sampled_out = 0;
+  double detected = 0;
+  double superseded = 0;
+  double expired = 0;
+};
+
+// What a stream is doing now: its state and why, what it reads, and its recent rates.
+struct IngestStatus {
+  StreamState state = StreamState::kConnecting;
+  std::chrono::system_clock::time_point since{};  // when `state` began
+  int64_t reconnects = 0;                         // connections re-established after a loss
+  std::optional<VideoError> last_error;           // the latest loss or failure, kept once mended
+  std::chrono::system_clock::time_point last_error_at{};
+  std::string codec;  // of the current connection; "" before the first open
+  int width = 0;      // of the latest frame
+  int height = 0;
+  double source_fps = 0;  // the frame rate the source announces, 0 if unknown
+  double lag_ms = 0;      // how far the latest frame's reading trails its presentation time
+  IngestCounters counters;
+  IngestRates fps;
+  LatencyPercentiles latency;  // arrival → result of the frames detected in the last 10 s
 };
 
 class StreamIngest {
@@ -86,6 +135,7 @@ class StreamIngest {
 
   // Any thread.
   IngestCounters counters() const;
+  IngestStatus status() const;
   // Frames the source announces (files), 0 when unknown or not yet open.
   int64_t expected_frames() const { return expected_frames_; }
   bool paced() const { return paced_; }
@@ -96,22 +146,36 @@ class StreamIngest {
   // Why the stream failed; nullopt while it runs or when it ended cleanly or was stopped. Any
   // thread (written before finished() turns true).
   std::optional<VideoError> error() const { return finished_ ? error_ : std::nullopt; }
-  const std::string& display_url() const { return reader_.display_url(); }
+  // The source as it may be shown: credentials removed.
+  const std::string& display_url() const { return display_url_; }
 
  private:
   struct Pending {
     FrameInfo frame;
     double scale_ms = 0;
     int64_t sampled_before = 0;  // frames sampled out between the previous submission and this
-    double latency_ms = 0;       // arrival → end, set when it ends
+    std::shared_ptr<const image::Image> preview;
+    double latency_ms = 0;  // arrival → end, set when it ends
+  };
+
+  // One connection: how it ended (nullopt: the source's end, or Stop) and how long it gave
+  // frames.
+  struct Attempt {
+    std::optional<VideoError> error;
+    std::chrono::milliseconds ran_for{0};
   };
 
   void Run();
-  void ReadFrames();  // sets error_ when a failure ended them
+  Attempt Connect();
+  // Reads a connection's frames until its end; its error, if any.
+  std::optional<VideoError> ReadFrames(VideoReader& reader, SteadyClock::time_point* first_frame);
   // Whether `error`, ending a read, is a live source closing its connection (logged).
-  bool ConnectionEnded(const VideoError& error);
+  bool ConnectionEnded(const VideoReader& reader, const VideoError& error);
+  void SetState(StreamState state, const std::optional<VideoError>& error);
+  // Adds what the reader counted since the last call to the counters and the window.
+  void TakeReaderCounts(const VideoReader& reader, ReaderCounters* seen);  // requires mu_
   bool WaitUntil(std::chrono::steady_clock::time_point t);  // false when stopped first
-  void Submit(const FrameInfo& frame, int64_t sampled_before);
+  void Submit(VideoReader& reader, const FrameInfo& frame, int64_t sampled_before);
   void OnResult(int64_t seq, pipeline::RequestResult result);
   void Count(scheduler::Outcome outcome);  // requires mu_
 
@@ -119,7 +183,10 @@ class StreamIngest {
   const IngestOptions options_;
   const ResultCallback on_result_;
   const bool paced_;
-  VideoReader reader_;
+  const bool live_;
+  const std::string display_url_;
+  std::mutex reader_mu_;                 // Stop against the swap of reader_ at a reconnect
+  std::unique_ptr<VideoReader> reader_;  // written by the stream's thread under reader_mu_
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> expected_frames_{0};
   std::atomic<bool> finished_{false};
@@ -127,8 +194,11 @@ class StreamIngest {
   std::optional<VideoError> error_;  // written by the stream's thread before it ends
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;                        // a frame ended, or Stop
-  IngestCounters counters_;                           // guarded by mu_
+  std::condition_variable cv_;  // a frame ended, or Stop
+  IngestCounters counters_;     // guarded by mu_
+  IngestStatus status_;         // state, since, reconnects, errors, source; guarded by mu_
+  StreamWindow window_;         // guarded by mu_
+  double lag_origin_s_ = 0;     // arrival − pts of a connection's first frame; guarded by mu_
   std::map<int64_t, Pending> pending_;                // submitted, not yet ended; guarded by mu_
   std::map<int64_t, pipeline::RequestResult> ended_;  // ended out of order; guarded by mu_
   int64_t next_seq_ = 0;                              // guarded by mu_

@@ -14,25 +14,13 @@ bool ValidId(const std::string& id) {
 
 }  // namespace
 
-const char* StreamStateName(StreamState state) {
-  switch (state) {
-    case StreamState::kConnecting:
-      return "connecting";
-    case StreamState::kRunning:
-      return "running";
-    case StreamState::kEnded:
-      return "ended";
-    case StreamState::kFailed:
-      return "failed";
-  }
-  return "failed";
-}
-
 // The ingest and what its results last said. The ingest's callback writes `last`; it is created
 // after `last` and destroyed before it.
 struct StreamRegistry::Stream {
+  StreamConfig config;
   mutable std::mutex mu;
   StreamInfo last;  // last_frame, last_faces, last_latency_ms; guarded by mu
+  std::shared_ptr<const FrameResult> latest;  // guarded by mu
   std::unique_ptr<StreamIngest> ingest;
 
   StreamInfo Last() const {
@@ -60,6 +48,9 @@ Status StreamRegistry::Add(const StreamConfig& config) {
     return InvalidArgument("stream id '" + RedactCredentials(config.id) +
                            "' is not 1 to 64 of A-Z, a-z, 0-9, '_', '-', '.'");
   }
+  if (config.id == "events" || config.id == "ws") {  // /v1/streams/events, /v1/streams/ws
+    return InvalidArgument("stream id '" + config.id + "' is reserved");
+  }
   StatusOr<SourceScheme> scheme = ParseSourceScheme(config.url);
   if (!scheme.ok()) return Unsupported(scheme.status().message());
   if (!(config.detect_fps >= 0)) return InvalidArgument("detect_fps must be >= 0");
@@ -71,21 +62,37 @@ Status StreamRegistry::Add(const StreamConfig& config) {
     return ResourceExhausted("already " + std::to_string(max_streams_) +
                              " streams (--max-streams); remove one first");
   }
+  streams_.emplace(config.id, Start(config));
+  return Status::Ok();
+}
+
+std::shared_ptr<StreamRegistry::Stream> StreamRegistry::Start(const StreamConfig& config) const {
   IngestOptions o = defaults_;
   o.id = config.id;
   o.source.url = config.url;
   o.detect_fps = config.detect_fps;
   o.realtime = true;
+  o.reconnect = true;
   auto stream = std::make_shared<Stream>();
+  stream->config = config;
   Stream* s = stream.get();
-  s->ingest = std::make_unique<StreamIngest>(pipeline_, std::move(o), [s](const FrameResult& r) {
-    std::lock_guard<std::mutex> lock(s->mu);
-    s->last.last_frame = r.frame.index;
-    s->last.last_faces = static_cast<int>(r.result.result.faces.size());
-    s->last.last_latency_ms = r.latency_ms;
-  });
-  streams_.emplace(config.id, std::move(stream));
-  return Status::Ok();
+  s->ingest =
+      std::make_unique<StreamIngest>(pipeline_, std::move(o), [this, s](const FrameResult& r) {
+        {
+          std::lock_guard<std::mutex> lock(s->mu);
+          s->last.last_frame = r.frame.index;
+          s->last.last_faces = static_cast<int>(r.result.result.faces.size());
+          s->last.last_latency_ms = r.latency_ms;
+          s->latest = std::make_shared<const FrameResult>(r);
+        }
+        std::shared_ptr<const FrameListener> listener;
+        {
+          std::lock_guard<std::mutex> lock(listener_mu_);
+          listener = listener_;
+        }
+        if (listener && *listener) (*listener)(r);
+      });
+  return stream;
 }
 
 Status StreamRegistry::Remove(const std::string& id) {
@@ -102,20 +109,57 @@ Status StreamRegistry::Remove(const std::string& id) {
   return Status::Ok();
 }
 
+Status StreamRegistry::Restart(const std::string& id) {
+  std::shared_ptr<Stream> old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = streams_.find(id);
+    if (it == streams_.end()) return NotFound("no stream '" + id + "'");
+    old = it->second;
+  }
+  // Stopped outside the lock: the other streams stay listed and served meanwhile.
+  old->ingest->Stop();
+  old->ingest->Wait();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = streams_.find(id);
+  if (it == streams_.end() || it->second != old) {
+    return NotFound("stream '" + id + "' was removed or restarted meanwhile");
+  }
+  it->second = Start(old->config);
+  return Status::Ok();
+}
+
+StatusOr<std::shared_ptr<const FrameResult>> StreamRegistry::Latest(const std::string& id) const {
+  std::shared_ptr<Stream> stream;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = streams_.find(id);
+    if (it == streams_.end()) return NotFound("no stream '" + id + "'");
+    stream = it->second;
+  }
+  std::lock_guard<std::mutex> lock(stream->mu);
+  return stream->latest;
+}
+
+void StreamRegistry::SetFrameListener(FrameListener listener) {
+  auto shared = std::make_shared<const FrameListener>(std::move(listener));
+  std::lock_guard<std::mutex> lock(listener_mu_);
+  listener_ = std::move(shared);
+}
+
 namespace {
 
 // Not under the stream's lock: the ingest calls the result callback (which takes it) under its
 // own lock, which counters() takes.
-StreamInfo Describe(const std::string& id, const StreamIngest& ingest, StreamInfo last) {
+StreamInfo Describe(const StreamConfig& config, const StreamIngest& ingest, StreamInfo last) {
   StreamInfo info = std::move(last);
-  info.id = id;
+  info.id = config.id;
   info.url = ingest.display_url();
-  info.counters = ingest.counters();
-  info.error = ingest.error();
-  info.state = info.error          ? StreamState::kFailed
-               : ingest.finished() ? StreamState::kEnded
-               : ingest.opened()   ? StreamState::kRunning
-                                   : StreamState::kConnecting;
+  info.detect_fps = config.detect_fps;
+  info.status = ingest.status();
+  info.counters = info.status.counters;
+  info.state = info.status.state;
+  if (info.state == StreamState::kFailed) info.error = info.status.last_error;
   return info;
 }
 
@@ -124,7 +168,7 @@ StreamInfo Describe(const std::string& id, const StreamIngest& ingest, StreamInf
 std::vector<StreamInfo> StreamRegistry::List() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<StreamInfo> out;
-  for (const auto& [id, s] : streams_) out.push_back(Describe(id, *s->ingest, s->Last()));
+  for (const auto& [id, s] : streams_) out.push_back(Describe(s->config, *s->ingest, s->Last()));
   return out;
 }
 
@@ -132,7 +176,7 @@ StatusOr<StreamInfo> StreamRegistry::Get(const std::string& id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = streams_.find(id);
   if (it == streams_.end()) return NotFound("no stream '" + id + "'");
-  return Describe(id, *it->second->ingest, it->second->Last());
+  return Describe(it->second->config, *it->second->ingest, it->second->Last());
 }
 
 }  // namespace mogserve::video

@@ -5,6 +5,7 @@
 // Thread-safe.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,10 +18,6 @@
 
 namespace mogserve::video {
 
-enum class StreamState { kConnecting, kRunning, kEnded, kFailed };
-// "connecting", "running", "ended", "failed".
-const char* StreamStateName(StreamState state);
-
 struct StreamConfig {
   std::string id;   // [A-Za-z0-9_.-]{1,64}
   std::string url;  // a path or URL (source_url.h); may hold credentials, never shown
@@ -30,9 +27,11 @@ struct StreamConfig {
 struct StreamInfo {
   std::string id;
   std::string url;  // credentials removed
+  double detect_fps = 0;
   StreamState state = StreamState::kConnecting;
   std::optional<VideoError> error;  // kFailed: why
   IngestCounters counters;
+  IngestStatus status;      // state, errors, source, rates, latency (counters and state as above)
   int64_t last_frame = -1;  // the last detected frame, its faces and latency
   int last_faces = 0;
   double last_latency_ms = 0;
@@ -52,17 +51,32 @@ class StreamRegistry {
   Status Add(const StreamConfig& config);
   // Stops a stream (an open or read in progress is interrupted) and forgets it; NotFound.
   Status Remove(const std::string& id);
+  // Stops a stream and starts it again from its configuration, with fresh counters: how a
+  // `failed` stream is retried once its cause is mended. NotFound.
+  Status Restart(const std::string& id);
   std::vector<StreamInfo> List() const;
   StatusOr<StreamInfo> Get(const std::string& id) const;
+  // The stream's latest detected frame (with its preview when the defaults ask for previews);
+  // null before the first. NotFound.
+  StatusOr<std::shared_ptr<const FrameResult>> Latest(const std::string& id) const;
+
+  // Called with every detected frame of every stream, in each stream's frame order, from
+  // pipeline threads under the stream's lock: it must be quick and must not call back into the
+  // registry. Replaces the previous listener; null: none.
+  using FrameListener = std::function<void(const FrameResult&)>;
+  void SetFrameListener(FrameListener listener);
 
  private:
   struct Stream;
+  std::shared_ptr<Stream> Start(const StreamConfig& config) const;
 
   pipeline::Pipeline& pipeline_;
   const IngestOptions defaults_;
   const int max_streams_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Stream>> streams_;  // guarded by mu_
+  mutable std::mutex listener_mu_;
+  std::shared_ptr<const FrameListener> listener_;  // guarded by listener_mu_
 };
 
 }  // namespace mogserve::video

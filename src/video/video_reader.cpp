@@ -135,12 +135,14 @@ struct VideoReader::Impl {
   // the reading thread; read by the interrupt callback.
   std::atomic<int64_t> deadline_ns{std::numeric_limits<int64_t>::max()};
   std::chrono::milliseconds deadline_budget{0};  // what the deadline was set to, for messages
+  bool watchdog_deadline = false;  // the deadline is the no-frame watchdog's, not the I/O one
 
   AVFormatContext* format = nullptr;
   AVCodecContext* codec = nullptr;
   AVPacket* packet = nullptr;
   AVFrame* frame = nullptr;
   SwsContext* sws = nullptr;
+  SwsContext* preview_sws = nullptr;
   int stream_index = -1;
   AVRational time_base{1, 1};
   int64_t first_pts = AV_NOPTS_VALUE;
@@ -161,6 +163,7 @@ struct VideoReader::Impl {
 
   ~Impl() {
     sws_freeContext(sws);
+    sws_freeContext(preview_sws);
     av_frame_free(&frame);
     av_packet_free(&packet);
     avcodec_free_context(&codec);
@@ -174,7 +177,16 @@ struct VideoReader::Impl {
   }
   void SetDeadline(std::chrono::milliseconds budget) {
     deadline_budget = budget;
+    watchdog_deadline = false;
     deadline_ns = (SteadyClock::now() + budget).time_since_epoch().count();
+  }
+  // The I/O timeout, or the watchdog's end when that comes first.
+  void SetReadDeadline(SteadyClock::time_point watchdog_end) {
+    SetDeadline(options.timeouts.io);
+    if (watchdog_end.time_since_epoch().count() < deadline_ns.load()) {
+      deadline_ns = watchdog_end.time_since_epoch().count();
+      watchdog_deadline = true;
+    }
   }
   bool DeadlinePassed() const {
     return SteadyClock::now().time_since_epoch().count() > deadline_ns.load();
@@ -184,6 +196,10 @@ struct VideoReader::Impl {
   VideoError& Fail(const std::string& phase, int rc) {
     if (rc == AVERROR_EXIT && stop) {
       return Fail(VideoErrorCode::kCancelled, phase + " " + display_url + ": interrupted");
+    }
+    if (watchdog_deadline && (rc == AVERROR_EXIT || DeadlinePassed())) {
+      return Fail(VideoErrorCode::kTimeout, phase + " " + display_url + ": no frame within " +
+                                                Seconds(options.no_frame_timeout));
     }
     if (rc == AVERROR_EXIT || (rc == AVERROR(ETIMEDOUT) && DeadlinePassed())) {
       return Fail(VideoErrorCode::kTimeout,
@@ -309,6 +325,10 @@ VideoReader::ReadState VideoReader::Next(FrameInfo* out) {
     m.Fail(VideoErrorCode::kIoError, "reading " + m.display_url + ": the source is not open");
     return ReadState::kFailed;
   }
+  // The watchdog counts from the call: a bulk reader may be held back between calls.
+  const auto watchdog_end = m.options.no_frame_timeout.count() > 0
+                                ? SteadyClock::now() + m.options.no_frame_timeout
+                                : SteadyClock::time_point::max();
   while (true) {
     auto start = SteadyClock::now();
     int rc = avcodec_receive_frame(m.codec, m.frame);
@@ -333,7 +353,11 @@ VideoReader::ReadState VideoReader::Next(FrameInfo* out) {
       m.Fail(VideoErrorCode::kCancelled, "reading " + m.display_url + ": interrupted");
       return ReadState::kFailed;
     }
-    m.SetDeadline(m.options.timeouts.io);
+    m.SetReadDeadline(watchdog_end);
+    if (m.DeadlinePassed()) {
+      m.Fail("reading", AVERROR_EXIT);
+      return ReadState::kFailed;
+    }
     rc = av_read_frame(m.format, m.packet);
     if (rc == AVERROR_EOF) {
       avcodec_send_packet(m.codec, nullptr);  // flush: the decoder returns what it holds
@@ -388,6 +412,21 @@ pipeline::PreparedCanvas VideoReader::Scale(const pipeline::ShapeBuckets& bucket
   sws_scale(m.sws, m.frame->data, m.frame->linesize, 0, m.frame->height, dst, dst_stride);
   pipeline::ZeroPadding(box, out.canvas.data());
   out.preprocess_ms = MillisecondsSince(start);
+  return out;
+}
+
+image::Image VideoReader::Preview(int max_side_px) {
+  Impl& m = *impl_;
+  const int w = m.frame->width, h = m.frame->height;
+  const double scale = std::min(1.0, static_cast<double>(max_side_px) / std::max(w, h));
+  image::Image out(std::max(1, static_cast<int>(w * scale + 0.5)),
+                   std::max(1, static_cast<int>(h * scale + 0.5)));
+  m.preview_sws = sws_getCachedContext(
+      m.preview_sws, w, h, static_cast<AVPixelFormat>(m.frame->format), out.width, out.height,
+      AV_PIX_FMT_RGB24, SWS_AREA, nullptr, nullptr, nullptr);
+  uint8_t* dst[4] = {out.data.data(), nullptr, nullptr, nullptr};
+  const int dst_stride[4] = {out.width * 3, 0, 0, 0};
+  sws_scale(m.preview_sws, m.frame->data, m.frame->linesize, 0, h, dst, dst_stride);
   return out;
 }
 

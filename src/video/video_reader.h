@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "image/image.h"
 #include "pipeline/canvas_pool.h"
 #include "pipeline/prepared_canvas.h"
 #include "pipeline/shape_buckets.h"
@@ -35,6 +36,9 @@ struct VideoSourceOptions {
   std::chrono::milliseconds analyze_duration{1000};
   // Decoder threads, slice-parallel only: frame threads would hold frames back (latency).
   int decode_threads = 1;
+  // Live sources: a Next() that gets no frame for this long fails with kTimeout even while bytes
+  // still arrive (a camera sending only broken or non-video data). Zero: no watchdog.
+  std::chrono::milliseconds no_frame_timeout{0};
 };
 
 struct FrameInfo {
@@ -71,6 +75,10 @@ class VideoReader {
   // The frame Next last returned, letterboxed into its bucket's canvas (a buffer of `pool`,
   // zero padding right and bottom). Timing: preprocess_ms is the scale; decode_ms the frame's.
   pipeline::PreparedCanvas Scale(const pipeline::ShapeBuckets& buckets, pipeline::CanvasPool& pool);
+
+  // The frame Next last returned as an RGB picture whose long side is at most `max_side_px`
+  // (the source's size when smaller): what snapshots, MJPEG and saved frames show.
+  image::Image Preview(int max_side_px);
 
   // Ends the blocking call in progress (and every later one) with kCancelled. Any thread.
   void Interrupt();

@@ -26,6 +26,7 @@ const { values: opt } = parseArgs({
     // Test a server that is already running instead of starting one (while editing the UI).
     url: { type: 'string' },
     'api-key': { type: 'string' },  // the --url server's key, if it has one
+    clip: { type: 'string' },  // the video test clip (tests/video/make_clip.sh): the Streams page
   },
 });
 for (const required of opt.url ? ['data'] : ['mogserve', 'model-dir', 'data']) {
@@ -382,6 +383,39 @@ async function main() {
       check(plan.includes('buffer plan'), `buffer plan "${plan.slice(0, 80)}"`);
       await page.screenshot({ path: path.join(SHOTS, 'dashboard.png'), fullPage: true });
     });
+
+    if (opt.clip && fs.existsSync(opt.clip)) {
+      await step('streams: add one, live stats and its latest frame, remove it', async () => {
+        await page.goto(`${server.url}/#streams`);
+        await page.fill('#stream-id', 'cam');
+        await page.fill('#stream-url', opt.clip);
+        await page.fill('#stream-fps', '5');
+        await page.click('#stream-add');
+        // The clip plays like a camera for 10 s: running, detecting, as the API says.
+        await page.waitForFunction(() => {
+          const row = document.querySelector('#streams-body tr[data-stream="cam"]');
+          return row && row.querySelector('[data-key="state"]').textContent === 'running' &&
+                 Number(row.querySelector('[data-key="detected"]').textContent) > 0;
+        }, null, { timeout: 30000 });
+        const api = await (await fetch(`${server.url}/v1/streams/cam`, { headers: AUTH })).json();
+        check(api.state === 'running' && api.frames.detected > 0, `API: ${JSON.stringify(api)}`);
+        const url = await page.textContent('#streams-body tr[data-stream="cam"] [data-key="url"]');
+        check(url === api.url, `URL shown "${url}", API "${api.url}"`);
+        // The tile shows the latest detected frame (640 px wide) and its faces (SSE).
+        await page.waitForFunction(() => {
+          const img = document.querySelector('.stream-tile[data-stream="cam"] img');
+          return img && img.complete && img.naturalWidth === 640;
+        }, null, { timeout: 20000 });
+        await page.waitForFunction(() => /· [45] faces$/.test(
+          document.querySelector('.stream-tile[data-stream="cam"] span').textContent));
+        await page.screenshot({ path: path.join(SHOTS, 'streams.png'), fullPage: true });
+        await page.click('button[aria-label="Remove cam"]');
+        await page.waitForSelector('#streams-body tr[data-stream="cam"]', { state: 'detached' });
+        await page.waitForSelector('.stream-tile[data-stream="cam"]', { state: 'detached' });
+        const gone = await fetch(`${server.url}/v1/streams/cam`, { headers: AUTH });
+        check(gone.status === 404, `after Remove the API answers ${gone.status}`);
+      });
+    }
 
     await step('no console errors', async () => {
       check(consoleErrors.length === 0, consoleErrors.join('\n'));

@@ -3,11 +3,15 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "clips.h"
 #include "e2e_support.h"
+#include "image/decode.h"
 #include "loopback.h"
 
 namespace mogserve::e2e {
@@ -89,6 +93,51 @@ TEST(DetectVideo, DetectFpsSamplesFramesAndCountsTheSkipped) {
   }
 }
 
+TEST(DetectVideo, SaveFramesKeepsFramesWithFacesAndTheirBoxes) {
+  TempDir dir;
+  const std::filesystem::path frames = dir.path() / "frames";
+  const ProcessResult r = RunMogserve(DetectVideoArgs(
+      {ClipPath("clip.mp4"), "--detect-fps", "5", "--save-frames", frames.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  // Faces on frames 0-199, one saved per second of video: 0, 25, ..., 175.
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(frames)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> expected;
+  for (int frame = 0; frame < 200; frame += 25) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "0_%06d.jpg", frame);
+    expected.push_back(name);
+  }
+  ASSERT_EQ(names, expected);
+  for (int frame = 0; frame < 200; frame += 25) {
+    const std::string bytes = ReadText(frames / expected[frame / 25]);
+    auto decoded = image::Decode(
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+    ASSERT_TRUE(decoded.ok()) << expected[frame / 25];
+    const image::Image& img = decoded->image;
+    ASSERT_EQ(img.width, 1280);
+    ASSERT_EQ(img.height, 720);
+    // Grace Hopper's box: its left edge (x1 = 126 + 4 frame, y 450-565) is drawn green.
+    const int x1 = 126 + 4 * frame;
+    int green = 0;
+    for (int y = 470; y < 545; ++y) {
+      for (int x = x1 - 6; x <= x1 + 6; ++x) {
+        const uint8_t* p = img.pixel(x, y);
+        green += p[1] > 200 && p[0] < 90 && p[2] < 90;
+      }
+    }
+    EXPECT_GT(green, 60) << "frame " << frame << ": no box edge at x = " << x1;
+  }
+  // A folder that cannot be made is a usage error.
+  EXPECT_EQ(RunMogserve(DetectVideoArgs({ClipPath("clip.mp4"), "--detect-fps", "1", "--save-frames",
+                                         "/proc/nope/frames"}))
+                .exit_code,
+            2);
+}
+
 TEST(DetectVideo, RealtimePacesAFileLikeACamera) {
   const auto start = std::chrono::steady_clock::now();
   const ProcessResult r =
@@ -115,6 +164,7 @@ struct LiveSource {
   const char* name;
   std::vector<std::string> output;  // ffmpeg's output options; PORT is replaced by the port
   std::string url;                  // what detect-video opens
+  std::string input = "clip.mp4";   // the clip published
 };
 
 void PrintTo(const LiveSource& source, std::ostream* os) {
@@ -132,7 +182,7 @@ class LiveSourceTest : public ::testing::TestWithParam<LiveSource> {};
 TEST_P(LiveSourceTest, GivesTheClipsFacesOnTheirFrames) {
   const LiveSource& source = GetParam();
   const int port = video::testing::ClosedTcpPort();
-  std::vector<std::string> args = {"-nostdin", "-v", "error", "-re", "-i", ClipPath("clip.mp4")};
+  std::vector<std::string> args = {"-nostdin", "-v", "error", "-re", "-i", ClipPath(source.input)};
   for (const std::string& a : source.output) args.push_back(WithPort(a, port));
   ChildProcess publisher;
   ASSERT_TRUE(publisher.Start(MOGSERVE_FFMPEG, args)) << publisher.spawn_error();
@@ -166,6 +216,10 @@ INSTANTIATE_TEST_SUITE_P(
         LiveSource{"TcpMpegTs",
                    {"-c", "copy", "-f", "mpegts", "tcp://127.0.0.1:PORT?listen=1"},
                    "tcp://127.0.0.1:PORT"},
+        LiveSource{"TcpMpegTsHevc",
+                   {"-c", "copy", "-f", "mpegts", "tcp://127.0.0.1:PORT?listen=1"},
+                   "tcp://127.0.0.1:PORT",
+                   "clip_hevc.mp4"},
         LiveSource{"HttpMpegTs",
                    {"-c", "copy", "-f", "mpegts", "-listen", "1", "http://127.0.0.1:PORT/live.ts"},
                    "http://127.0.0.1:PORT/live.ts"},
@@ -177,6 +231,39 @@ INSTANTIATE_TEST_SUITE_P(
                    {"-c", "copy", "-f", "flv", "-listen", "1", "rtmp://127.0.0.1:PORT/live/cam1"},
                    "rtmp://127.0.0.1:PORT/live/cam1"}),
     [](const ::testing::TestParamInfo<LiveSource>& info) { return std::string(info.param.name); });
+
+// UDP MPEG-TS: the reader binds first and ffmpeg sends to it; UDP has no end, so the stream
+// ends by its I/O timeout once the publisher is done (exit 1, `timeout`).
+TEST(DetectVideo, UdpMpegTsGivesTheClipsFacesOnTheirFrames) {
+  const int port = video::testing::ClosedTcpPort();
+  ChildProcess reader;
+  ASSERT_TRUE(reader.Start(
+      MogserveBinary(), DetectVideoArgs({"udp://127.0.0.1:" + std::to_string(port), "--detect-fps",
+                                         "5", "--io-timeout", "3", "--open-timeout", "60"})));
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!video::testing::IsBoundUdp(port) && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_TRUE(video::testing::IsBoundUdp(port)) << "detect-video does not read UDP " << port;
+  const ProcessResult sent =
+      RunProcess(MOGSERVE_FFMPEG,
+                 {"-nostdin", "-v", "error", "-re", "-i", ClipPath("clip.mp4"), "-c", "copy", "-f",
+                  "mpegts", "udp://127.0.0.1:" + std::to_string(port) + "?pkt_size=1316"});
+  ASSERT_EQ(sent.exit_code, 0) << sent.Describe();
+  const ProcessResult r = reader.Wait(std::chrono::seconds(60));
+  EXPECT_EQ(r.exit_code, 1) << r.Describe();
+  EXPECT_TRUE(Contains(r.err, "stream 0: timeout")) << r.err;
+  int frames = 0, previous = -1;
+  for (const nlohmann::json& line : ParseJsonLines(r.out)) {
+    if (line.contains("error")) continue;
+    const int frame = line.at("frame");
+    EXPECT_GT(frame, previous);
+    previous = frame;
+    ExpectClipFrame(line);
+    ++frames;
+  }
+  EXPECT_GE(frames, 40);  // 50 at 5 fps; a loaded machine may lose a few
+}
 
 TEST(DetectVideo, BadSourcesFailWithClearErrors) {
   TempDir dir;

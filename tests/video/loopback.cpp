@@ -54,6 +54,22 @@ bool IsListening(int port) {
   return false;
 }
 
+bool IsBoundUdp(int port) {
+  std::ifstream table("/proc/net/udp");
+  char loopback[32], any[32];
+  std::snprintf(loopback, sizeof(loopback), "0100007F:%04X", port);
+  std::snprintf(any, sizeof(any), "00000000:%04X", port);
+  std::string line;
+  while (std::getline(table, line)) {
+    char local[64] = {};
+    if (std::sscanf(line.c_str(), "%*d: %63s", local) == 1 &&
+        (std::string(local) == loopback || std::string(local) == any)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // port_ is written in the body: a member initialiser would run before port_'s own (= 0).
 SilentListener::SilentListener() {
   fd_ = ListenOnLoopback(&port_);
@@ -95,6 +111,42 @@ void FixedStatusHttpServer::Serve() {
     const std::string reply =
         "HTTP/1.1 " + status_line_ + "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
     (void)!write(client, reply.data(), reply.size());
+    close(client);
+  }
+}
+
+TrickleServer::TrickleServer(std::string prefix) : prefix_(std::move(prefix)) {
+  fd_ = ListenOnLoopback(&port_);
+  thread_ = std::thread([this] { Serve(); });
+}
+
+TrickleServer::~TrickleServer() {
+  stop_ = true;
+  thread_.join();
+  close(fd_);
+}
+
+void TrickleServer::Serve() {
+  std::string nulls;
+  for (int i = 0; i < 20; ++i) {
+    std::string packet(188, '\xff');
+    packet[0] = 0x47;  // sync byte; PID 0x1FFF (null), payload only
+    packet[1] = 0x1F;
+    packet[2] = static_cast<char>(0xFF);
+    packet[3] = 0x10;
+    nulls += packet;
+  }
+  while (!stop_) {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    const int client = accept(fd_, nullptr, nullptr);
+    if (client < 0) continue;
+    bool open = send(client, prefix_.data(), prefix_.size(), MSG_NOSIGNAL) ==
+                static_cast<ssize_t>(prefix_.size());
+    while (open && !stop_) {
+      open = send(client, nulls.data(), nulls.size(), MSG_NOSIGNAL) > 0;
+      poll(nullptr, 0, 10);
+    }
     close(client);
   }
 }

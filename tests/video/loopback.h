@@ -15,6 +15,9 @@ int ClosedTcpPort();
 // does not take the connection a one-client server (ffmpeg's listen=1) waits for.
 bool IsListening(int port);
 
+// Whether a UDP socket is bound to port on 127.0.0.1 or on any address (/proc/net/udp).
+bool IsBoundUdp(int port);
+
 // Listens on 127.0.0.1 and accepts (the kernel completes the handshakes), never sends a byte.
 class SilentListener {
  public:
@@ -44,6 +47,25 @@ class FixedStatusHttpServer {
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> requests_{0};
+  std::thread thread_;
+};
+
+// A byte stream that keeps flowing but stops carrying pictures: each client on 127.0.0.1 gets
+// `prefix` (the start of an MPEG-TS file), then MPEG-TS null packets, 3.7 kB every 10 ms, until
+// it disconnects: no read ever times out, yet no frame comes (the no-frame watchdog's case).
+class TrickleServer {
+ public:
+  explicit TrickleServer(std::string prefix);
+  ~TrickleServer();
+  int port() const { return port_; }
+
+ private:
+  void Serve();
+
+  std::string prefix_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
   std::thread thread_;
 };
 

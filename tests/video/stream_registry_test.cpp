@@ -65,6 +65,10 @@ TEST(StreamRegistry, AddsListsAndRemovesStreams) {
   ASSERT_TRUE(old.error.has_value());
   EXPECT_EQ(old.error->code, VideoErrorCode::kUnsupportedCodec);
   EXPECT_EQ(registry.Get("quiet")->state, StreamState::kConnecting);
+  EXPECT_EQ(cam.status.codec, "h264");
+  EXPECT_EQ(cam.status.width, 1280);
+  EXPECT_EQ(cam.status.reconnects, 0);
+  EXPECT_EQ(cam.counters.decoded, cam.counters.sampled_out + cam.counters.submitted);
 
   std::vector<std::string> ids;
   for (const StreamInfo& s : registry.List()) ids.push_back(s.id);
@@ -77,6 +81,61 @@ TEST(StreamRegistry, AddsListsAndRemovesStreams) {
   EXPECT_EQ(registry.Get("quiet").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(registry.Remove("quiet").code(), StatusCode::kNotFound);
   EXPECT_TRUE(registry.Add({"again", ClipPath("clip.mp4")}).ok());  // room again
+}
+
+// A stream of the registry reconnects after what time mends and fails at once, without
+// retrying, on what it does not; restart retries a failed one.
+TEST(StreamRegistry, RetriesWhatTimeMendsAndFailsOnWhatItDoesNot) {
+  FakeEngine engine(/*open=*/true);
+  auto pipeline = pipeline::Pipeline::Create({&engine}, Options());
+  ASSERT_TRUE(pipeline.ok());
+  testing::SilentListener silent;
+  testing::FixedStatusHttpServer unauthorized("401 Unauthorized");
+  testing::FixedStatusHttpServer missing("404 Not Found");
+  IngestOptions defaults;
+  defaults.source.timeouts = {milliseconds(500), milliseconds(500)};
+  defaults.backoff.initial = milliseconds(100);
+  StreamRegistry registry(**pipeline, defaults, /*max_streams=*/8);
+  const std::string local = "http://127.0.0.1:";
+  ASSERT_TRUE(registry.Add({"locked", local + std::to_string(unauthorized.port()) + "/a.ts"}).ok());
+  ASSERT_TRUE(registry.Add({"missing", local + std::to_string(missing.port()) + "/nope"}).ok());
+  ASSERT_TRUE(registry.Add({"quiet", "tcp://127.0.0.1:" + std::to_string(silent.port())}).ok());
+  ASSERT_TRUE(registry.Add({"old", ClipPath("clip_mpeg4.mp4")}).ok());
+  ASSERT_TRUE(registry.Add({"mute", ClipPath("audio_only.m4a")}).ok());
+
+  auto failed = [](const StreamInfo& s) { return s.state == StreamState::kFailed; };
+  const StreamInfo locked = WaitFor(registry, "locked", failed);
+  ASSERT_TRUE(locked.error.has_value());
+  EXPECT_EQ(locked.error->code, VideoErrorCode::kUnauthorized) << locked.error->message;
+  EXPECT_EQ(WaitFor(registry, "old", failed).error->code, VideoErrorCode::kUnsupportedCodec);
+  EXPECT_EQ(WaitFor(registry, "mute", failed).error->code, VideoErrorCode::kNoVideoStream);
+
+  // Retried: reconnecting, the cause kept as last_error, the server asked again and again.
+  auto retried = [](const StreamInfo& s) {
+    return s.state == StreamState::kReconnecting && s.status.last_error.has_value();
+  };
+  const StreamInfo gone = WaitFor(registry, "missing", retried);
+  ASSERT_TRUE(gone.status.last_error.has_value());
+  EXPECT_EQ(gone.status.last_error->code, VideoErrorCode::kNotFound);
+  EXPECT_FALSE(gone.error.has_value());
+  const StreamInfo quiet = WaitFor(registry, "quiet", retried);
+  ASSERT_TRUE(quiet.status.last_error.has_value());
+  EXPECT_EQ(quiet.status.last_error->code, VideoErrorCode::kTimeout);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (missing.requests() < 3 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_GE(missing.requests(), 3);
+  // Never retried: one request (a camera would lock the account).
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_EQ(unauthorized.requests(), 1);
+
+  // Restart: asked once more, and failed again for the same reason.
+  ASSERT_TRUE(registry.Restart("locked").ok());
+  const StreamInfo again = WaitFor(registry, "locked", failed);
+  EXPECT_EQ(again.error->code, VideoErrorCode::kUnauthorized);
+  EXPECT_EQ(unauthorized.requests(), 2);
+  EXPECT_EQ(registry.Restart("nope").code(), StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -256,6 +256,36 @@ TEST(VideoReader, HttpStatusesAreClassifiedWithoutCredentials) {
             VideoErrorCode::kNotFound);
 }
 
+TEST(VideoReader, NoFrameWatchdogEndsAReadWhileBytesStillFlow) {
+  // The start of the clip, then MPEG-TS null packets without end: every read gets data in
+  // time, so only the watchdog notices that no picture comes any more.
+  std::ifstream in(ClipPath("clip.ts"), std::ios::binary);
+  std::string prefix(188 * 1000, '\0');
+  in.read(prefix.data(), static_cast<std::streamsize>(prefix.size()));
+  testing::TrickleServer trickle(prefix);
+  VideoSourceOptions o = Source("tcp://127.0.0.1:" + std::to_string(trickle.port()),
+                                milliseconds(20'000), milliseconds(20'000));
+  o.no_frame_timeout = milliseconds(1000);
+  VideoReader reader(o);
+  ASSERT_EQ(reader.Open(), std::nullopt) << reader.error().message;
+  // The prefix's frames come at once (the last one, cut short, only when the watchdog ends the
+  // read and the demuxer lets go of it); then nothing for 1 s.
+  const auto opened = std::chrono::steady_clock::now();
+  FrameInfo frame;
+  int frames = 0;
+  VideoReader::ReadState state;
+  while ((state = reader.Next(&frame)) == VideoReader::ReadState::kFrame) ++frames;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - opened).count();
+  EXPECT_GT(frames, 0);
+  ASSERT_EQ(state, VideoReader::ReadState::kFailed);
+  EXPECT_EQ(reader.error().code, VideoErrorCode::kTimeout) << reader.error().message;
+  EXPECT_NE(reader.error().message.find("no frame within 1 s"), std::string::npos)
+      << reader.error().message;
+  EXPECT_GE(seconds, 0.9);
+  EXPECT_LT(seconds, 5.0);  // not the 20 s I/O timeout
+}
+
 TEST(VideoReader, UnknownSchemeIsABadUrl) {
   const VideoError e = OpenFails(Source("gopher://u:pw@host/x"), VideoErrorCode::kBadUrl);
   EXPECT_EQ(e.message.find("pw"), std::string::npos) << e.message;

@@ -58,6 +58,23 @@ export function detect(file, { scoreThreshold, signal } = {}) {
 }
 
 export const getStats = () => call('/v1/stats');
+
+export const listStreams = () => call('/v1/streams');
+export const addStream = (stream) =>
+  call('/v1/streams', { method: 'POST', body: JSON.stringify(stream),
+                        headers: { 'Content-Type': 'application/json' } });
+export const removeStream = (id) => call(`/v1/streams/${encodeURIComponent(id)}`,
+                                         { method: 'DELETE' });
+export const restartStream = (id) =>
+  call(`/v1/streams/${encodeURIComponent(id)}/restart`, { method: 'POST' });
+
+// The stream's latest detected frame with its boxes, as a Blob; null when there is none yet.
+export async function streamSnapshot(id) {
+  const headers = {};
+  if (apiKey()) headers.Authorization = `Bearer ${apiKey()}`;
+  const r = await fetch(`/v1/streams/${encodeURIComponent(id)}/snapshot.jpg`, { headers });
+  return r.ok ? r.blob() : null;
+}
 export const getModels = () => call('/v1/models');
 
 export async function isReady() {

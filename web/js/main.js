@@ -1,13 +1,14 @@
-// Entry point: hash routing between the three views, the API key dialog, and start-up (wait for
+// Entry point: hash routing between the four views, the API key dialog, and start-up (wait for
 // the model, then read its defaults so the thresholds start where the server's do).
 
 import { apiKey, getModels, isReady, setApiKey } from './api.js';
 import { BatchView } from './batch.js';
 import { Dashboard } from './dashboard.js';
 import { SingleView } from './single.js';
+import { StreamsView } from './streams.js';
 
 const $ = (id) => document.getElementById(id);
-const VIEWS = ['single', 'batch', 'dashboard'];
+const VIEWS = ['single', 'batch', 'dashboard', 'streams'];
 
 const single = new SingleView();
 const dashboard = new Dashboard();
@@ -18,6 +19,8 @@ const batch = new BatchView({
   },
 });
 dashboard.onError = (message) => showBanner(message);
+const streams = new StreamsView();
+streams.onError = (message) => showBanner(message);
 
 function currentView() {
   const name = location.hash.replace('#', '');
@@ -34,6 +37,8 @@ function route() {
   // Poll only while the dashboard is visible: a hidden chart is work nobody sees.
   if (view === 'dashboard' && document.visibilityState === 'visible') dashboard.start();
   else dashboard.stop();
+  if (view === 'streams' && document.visibilityState === 'visible') streams.start();
+  else streams.stop();
 }
 
 function showBanner(message) {

@@ -1,0 +1,101 @@
+// StreamEvents: the results of the server's video streams pushed to watchers over plain HTTP/1.1
+// (specs/video_streams.md §3), on streamed (chunked) answers — no thread per watcher:
+//   GET /v1/streams/events?ids=a,b   Server-Sent Events, many streams on one connection:
+//                                    `frame` (a result line), `state` (a stream's state
+//                                    changed: {"stream","state","error"?}), `faces`
+//                                    ({"stream","event": faces_present | faces_absent |
+//                                    faces_changed,"faces"}: a face count held for 3 results),
+//                                    `removed` ({"stream"}); a comment every 15 s otherwise.
+//   GET /v1/streams/{id}/results     the same result lines, application/x-ndjson.
+//   GET /v1/streams/{id}/mjpeg?fps=5&boxes=1   multipart/x-mixed-replace JPEGs of the detected
+//                                    frames (their preview), encoded only while watched.
+// Frames come from StreamRegistry's frame listener (pipeline threads); states, removals and
+// keep-alives from one thread ticking every 250 ms. A watcher that does not read is never
+// waited for: its answer queues at most http::ResponseStream::kMaxQueued pieces, then the
+// connection is closed (its memory is bounded by that many events or JPEGs).
+// Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mogserve/status.h"
+#include "server/http/http_handler.h"
+
+namespace mogserve::video {
+class StreamRegistry;
+struct FrameResult;
+}  // namespace mogserve::video
+
+namespace mogserve::server {
+
+// A detected frame as a JSON line (detect-video's lines, the SSE `frame` event's data).
+nlohmann::json FrameResultJson(const video::FrameResult& r);
+// The frame's preview as a JPEG, its faces drawn when `boxes`; FailedPrecondition when the
+// frame kept no preview.
+StatusOr<std::vector<uint8_t>> SnapshotJpeg(const video::FrameResult& r, bool boxes);
+
+class StreamEvents {
+ public:
+  enum class Format { kSse, kNdjson, kMjpeg };
+  struct Watch {
+    Format format = Format::kSse;
+    std::vector<std::string> ids;  // empty: every stream (SSE only)
+    double fps = 5;                // MJPEG: at most this many pictures a second
+    bool boxes = true;             // MJPEG: faces drawn
+  };
+
+  // Listens to `registry`'s frames (it must outlive this object; call Stop before destroying
+  // it). `max_subscribers`: watchers at once over every route.
+  StreamEvents(video::StreamRegistry& registry, int max_subscribers);
+  ~StreamEvents();  // Stop()
+
+  // Takes `stream` (answered 200 already with the content type of `watch.format`). False when
+  // max_subscribers watch already or after Stop (the stream is ended then).
+  bool Subscribe(std::shared_ptr<http::ResponseStream> stream, Watch watch);
+  bool full() const;
+  int subscribers() const;
+  // Ends every watcher's answer and the thread; frames are ignored from then on. Idempotent.
+  void Stop();
+
+  static constexpr const char* kMjpegBoundary = "mogserveframe";
+
+ private:
+  struct Subscriber {
+    std::shared_ptr<http::ResponseStream> stream;
+    Watch watch;
+    std::chrono::steady_clock::time_point next_picture{};  // MJPEG
+    bool Watches(const std::string& id) const;
+  };
+  // Faces seen by a stream's recent results: an event when a new count holds for 3 results.
+  struct FaceTrend {
+    int reported = -1;  // -1: nothing reported yet
+    int candidate = -1;
+    int run = 0;
+  };
+
+  void OnFrame(const video::FrameResult& r);
+  void Loop();
+  void Broadcast(const std::string& stream_id, Format format, const std::string& piece);
+
+  video::StreamRegistry& registry_;
+  const int max_subscribers_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Subscriber> subscribers_;        // guarded by mu_
+  std::map<std::string, FaceTrend> faces_;     // guarded by mu_
+  std::map<std::string, std::string> states_;  // the state each stream last reported; loop only
+  bool stop_ = false;                          // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace mogserve::server
