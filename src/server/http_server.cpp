@@ -10,6 +10,7 @@
 
 #include "common/process_memory.h"
 #include "scheduler/outcome.h"
+#include "server/api_key.h"
 #include "server/detect_call.h"
 #include "server/detect_websocket.h"
 #include "server/http/listener.h"
@@ -41,15 +42,6 @@ HttpResponse NotReady() {
   HttpResponse r = http::JsonError(503, "not_ready", "the model is still loading and warming up");
   r.SetHeader("Retry-After", "1");
   return r;
-}
-
-// Compares in time independent of where the strings differ (API keys).
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
-  }
-  return diff == 0;
 }
 
 // The routes: exact paths, and "/ui" for everything under it. GET routes answer HEAD too.
@@ -90,7 +82,7 @@ constexpr RouteEntry kRoutes[] = {
 // The /v2 routes; their `path` is the metrics label (the model name stays out of labels).
 constexpr RouteEntry kV2Routes[] = {
     {"/v2/meta", Route::kV2Server, "GET"},       {"/v2/health", Route::kV2Live, "GET"},
-    {"/v2/health", Route::kV2Ready, "GET"},     {"/v2/meta", Route::kV2Model, "GET"},
+    {"/v2/health", Route::kV2Ready, "GET"},      {"/v2/meta", Route::kV2Model, "GET"},
     {"/v2/health", Route::kV2ModelReady, "GET"}, {"/v2/infer", Route::kV2Infer, "POST"},
 };
 
@@ -122,9 +114,12 @@ std::optional<V2Path> ParseV2Path(std::string_view path) {
   }
   if (parts.size() == next) return v;
   if (parts.size() != next + 1) return std::nullopt;
-  if (parts[next] == "ready") v.route = Route::kV2ModelReady;
-  else if (parts[next] == "infer") v.route = Route::kV2Infer;
-  else return std::nullopt;
+  if (parts[next] == "ready")
+    v.route = Route::kV2ModelReady;
+  else if (parts[next] == "infer")
+    v.route = Route::kV2Infer;
+  else
+    return std::nullopt;
   return v;
 }
 
@@ -329,7 +324,8 @@ HttpServer::~HttpServer() {
 StatusOr<int> HttpServer::Bind() {
   if (admin_listener_) {
     auto admin = admin_listener_->Bind();
-    if (!admin.ok()) return Status(admin.status().code(), "--admin-port: " + admin.status().message());
+    if (!admin.ok())
+      return Status(admin.status().code(), "--admin-port: " + admin.status().message());
     admin_port_ = *admin;
   }
   return listener_->Bind();
@@ -361,16 +357,7 @@ void HttpServer::SetPipeline(pipeline::Pipeline* pipeline, std::vector<engine::E
 }
 
 bool HttpServer::Authorized(const HttpRequest& head) const {
-  // "Bearer <key>"; the scheme is case-insensitive (RFC 9110 §11.1).
-  std::string_view auth = head.Header("Authorization");
-  const size_t space = auth.find(' ');
-  if (space == std::string_view::npos || !http::EqualsIgnoreCase(auth.substr(0, space), "Bearer")) {
-    return false;
-  }
-  auth.remove_prefix(space);
-  while (!auth.empty() && auth.front() == ' ') auth.remove_prefix(1);
-  while (!auth.empty() && auth.back() == ' ') auth.remove_suffix(1);
-  return ConstantTimeEquals(auth, options_.api_key);
+  return BearerKeyMatches(head.Header("Authorization"), options_.api_key);
 }
 
 std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
@@ -389,7 +376,8 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
               : http::JsonError(status, code, message);
   };
   const RouteEntry* route = FindRoute(head.path);
-  if (route == nullptr) return refuse(404, "not_found", "no route " + head.method + " " + head.path);
+  if (route == nullptr)
+    return refuse(404, "not_found", "no route " + head.method + " " + head.path);
   if (!MethodAllowed(*route, head.method)) {
     const std::string allow = AllowedMethods(*route);
     const bool get_only = std::string_view(route->method) == "GET";
@@ -399,8 +387,8 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
     r.SetHeader("Allow", allow);
     return r;
   }
-  const bool needs_key = head.path.rfind("/v1/", 0) == 0 ||
-                         (v2 && head.path.rfind("/v2/health/", 0) != 0);
+  const bool needs_key =
+      head.path.rfind("/v1/", 0) == 0 || (v2 && head.path.rfind("/v2/health/", 0) != 0);
   if (!options_.api_key.empty() && needs_key && !Authorized(head)) {
     HttpResponse r =
         refuse(401, "unauthorized",
@@ -444,15 +432,15 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
 std::optional<HttpResponse> HttpServer::ScreenV2(const HttpRequest& head, int route_value) {
   const auto route = static_cast<Route>(route_value);
   const V2Path v = *ParseV2Path(head.path);  // FindRoute found it
-  const bool model_route = route == Route::kV2Model || route == Route::kV2ModelReady ||
-                           route == Route::kV2Infer;
+  const bool model_route =
+      route == Route::kV2Model || route == Route::kV2ModelReady || route == Route::kV2Infer;
   if (model_route && (route != Route::kV2ModelReady || ready())) {
     if (!ready()) return oip::ErrorResponse({503, "not_ready", "the model is still loading"});
     if (v.model != ModelName() || !(v.version.empty() || v.version == "1")) {
-      return oip::ErrorResponse(
-          {404, "model_not_found",
-           "no model '" + v.model + "'" + (v.version.empty() ? "" : " version " + v.version) +
-               " here; this server runs '" + ModelName() + "', version 1"});
+      return oip::ErrorResponse({404, "model_not_found",
+                                 "no model '" + v.model + "'" +
+                                     (v.version.empty() ? "" : " version " + v.version) +
+                                     " here; this server runs '" + ModelName() + "', version 1"});
     }
   }
   if (route == Route::kV2Infer && head.HasHeader("Content-Encoding")) {
@@ -566,9 +554,8 @@ void HttpServer::OnExchange(const http::ExchangeRecord& record) {
                              {"delivered", record.written},
                              {"request_id", record.request_id}}));
   } else {
-    spdlog::info("{} \"{} {}\" {} {}B {:.1f}ms{}{}", record.remote_addr, record.method,
-                 record.path, record.status, record.body_bytes, ms,
-                 record.written ? "" : " (client gone)",
+    spdlog::info("{} \"{} {}\" {} {}B {:.1f}ms{}{}", record.remote_addr, record.method, record.path,
+                 record.status, record.body_bytes, ms, record.written ? "" : " (client gone)",
                  record.request_id.empty() ? "" : " id=" + record.request_id);
   }
 }
