@@ -82,7 +82,7 @@ constexpr RouteEntry kRoutes[] = {
 // The /v2 routes; their `path` is the metrics label (the model name stays out of labels).
 constexpr RouteEntry kV2Routes[] = {
     {"/v2/meta", Route::kV2Server, "GET"},       {"/v2/health", Route::kV2Live, "GET"},
-    {"/v2/health", Route::kV2Ready, "GET"},      {"/v2/meta", Route::kV2Model, "GET"},
+    {"/v2/health", Route::kV2Ready, "GET"},     {"/v2/meta", Route::kV2Model, "GET"},
     {"/v2/health", Route::kV2ModelReady, "GET"}, {"/v2/infer", Route::kV2Infer, "POST"},
 };
 
@@ -114,12 +114,9 @@ std::optional<V2Path> ParseV2Path(std::string_view path) {
   }
   if (parts.size() == next) return v;
   if (parts.size() != next + 1) return std::nullopt;
-  if (parts[next] == "ready")
-    v.route = Route::kV2ModelReady;
-  else if (parts[next] == "infer")
-    v.route = Route::kV2Infer;
-  else
-    return std::nullopt;
+  if (parts[next] == "ready") v.route = Route::kV2ModelReady;
+  else if (parts[next] == "infer") v.route = Route::kV2Infer;
+  else return std::nullopt;
   return v;
 }
 
@@ -324,8 +321,7 @@ HttpServer::~HttpServer() {
 StatusOr<int> HttpServer::Bind() {
   if (admin_listener_) {
     auto admin = admin_listener_->Bind();
-    if (!admin.ok())
-      return Status(admin.status().code(), "--admin-port: " + admin.status().message());
+    if (!admin.ok()) return Status(admin.status().code(), "--admin-port: " + admin.status().message());
     admin_port_ = *admin;
   }
   return listener_->Bind();
@@ -376,8 +372,7 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
               : http::JsonError(status, code, message);
   };
   const RouteEntry* route = FindRoute(head.path);
-  if (route == nullptr)
-    return refuse(404, "not_found", "no route " + head.method + " " + head.path);
+  if (route == nullptr) return refuse(404, "not_found", "no route " + head.method + " " + head.path);
   if (!MethodAllowed(*route, head.method)) {
     const std::string allow = AllowedMethods(*route);
     const bool get_only = std::string_view(route->method) == "GET";
@@ -387,8 +382,8 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
     r.SetHeader("Allow", allow);
     return r;
   }
-  const bool needs_key =
-      head.path.rfind("/v1/", 0) == 0 || (v2 && head.path.rfind("/v2/health/", 0) != 0);
+  const bool needs_key = head.path.rfind("/v1/", 0) == 0 ||
+                         (v2 && head.path.rfind("/v2/health/", 0) != 0);
   if (!options_.api_key.empty() && needs_key && !Authorized(head)) {
     HttpResponse r =
         refuse(401, "unauthorized",
@@ -432,15 +427,15 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
 std::optional<HttpResponse> HttpServer::ScreenV2(const HttpRequest& head, int route_value) {
   const auto route = static_cast<Route>(route_value);
   const V2Path v = *ParseV2Path(head.path);  // FindRoute found it
-  const bool model_route =
-      route == Route::kV2Model || route == Route::kV2ModelReady || route == Route::kV2Infer;
+  const bool model_route = route == Route::kV2Model || route == Route::kV2ModelReady ||
+                           route == Route::kV2Infer;
   if (model_route && (route != Route::kV2ModelReady || ready())) {
     if (!ready()) return oip::ErrorResponse({503, "not_ready", "the model is still loading"});
     if (v.model != ModelName() || !(v.version.empty() || v.version == "1")) {
-      return oip::ErrorResponse({404, "model_not_found",
-                                 "no model '" + v.model + "'" +
-                                     (v.version.empty() ? "" : " version " + v.version) +
-                                     " here; this server runs '" + ModelName() + "', version 1"});
+      return oip::ErrorResponse(
+          {404, "model_not_found",
+           "no model '" + v.model + "'" + (v.version.empty() ? "" : " version " + v.version) +
+               " here; this server runs '" + ModelName() + "', version 1"});
     }
   }
   if (route == Route::kV2Infer && head.HasHeader("Content-Encoding")) {
@@ -554,8 +549,9 @@ void HttpServer::OnExchange(const http::ExchangeRecord& record) {
                              {"delivered", record.written},
                              {"request_id", record.request_id}}));
   } else {
-    spdlog::info("{} \"{} {}\" {} {}B {:.1f}ms{}{}", record.remote_addr, record.method, record.path,
-                 record.status, record.body_bytes, ms, record.written ? "" : " (client gone)",
+    spdlog::info("{} \"{} {}\" {} {}B {:.1f}ms{}{}", record.remote_addr, record.method,
+                 record.path, record.status, record.body_bytes, ms,
+                 record.written ? "" : " (client gone)",
                  record.request_id.empty() ? "" : " id=" + record.request_id);
   }
 }

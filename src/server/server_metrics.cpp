@@ -29,8 +29,10 @@ ServerMetrics::ServerMetrics()
                                         "HTTP responses by route and status code.",
                                         {"route", "code"})),
       grpc_responses_(registry_.Counter("mogserve_grpc_responses_total",
-                                        "gRPC calls answered, by method and status code.",
-                                        {"method", "code"})),
+                                        "gRPC calls answered, by route (the method's path, "
+                                        "/inference.GRPCInferenceService/ModelInfer) and status "
+                                        "code (OK, INVALID_ARGUMENT, ...).",
+                                        {"route", "code"})),
       request_duration_(registry_.Histogram(
           "mogserve_request_duration_seconds",
           "Time from submission to result of each detected image.", kLatencyBuckets)),
@@ -92,7 +94,7 @@ void ServerMetrics::OnHttpResponse(const std::string& route, int status) {
 }
 
 void ServerMetrics::OnGrpcResponse(const std::string& method, const std::string& code) {
-  grpc_responses_.Add({method, code}, 1);
+  grpc_responses_.Add({"/inference.GRPCInferenceService/" + method, code}, 1);
 }
 
 void ServerMetrics::SetHttpStats(const http::ListenerStats& http, const ProcessMemory& memory) {

@@ -30,7 +30,8 @@ class ServerMetrics : public pipeline::PipelineObserver {
 
   // One HTTP response (every route, including refusals that never reached the pipeline).
   void OnHttpResponse(const std::string& route, int status);
-  // One gRPC call answered: the method ("ModelInfer") and the status code's name ("OK").
+  // One gRPC call answered: the method ("ModelInfer", labelled by its path) and the status
+  // code's name ("OK").
   void OnGrpcResponse(const std::string& method, const std::string& code);
   // The HTTP layer's connection counters and the process's memory, before a Render.
   void SetHttpStats(const http::ListenerStats& http, const ProcessMemory& memory);

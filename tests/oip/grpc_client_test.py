@@ -323,9 +323,11 @@ def main() -> int:
         # Metrics: gRPC methods by code; nothing in flight.
         status, text = rest(port, "GET", "/metrics")
         text = text.decode()
-        check('mogserve_grpc_responses_total{method="ModelInfer",code="OK"}' in text and
-              'code="UNAUTHENTICATED"' in text and 'method="ServerReady"' in text,
-              "gRPC calls are counted by method and code in /metrics")
+        prefix = 'mogserve_grpc_responses_total{route="/inference.GRPCInferenceService/'
+        check(prefix + 'ModelInfer",code="OK"}' in text and
+              prefix + 'ModelInfer",code="UNAUTHENTICATED"}' in text and
+              prefix + 'ServerReady",code="OK"}' in text,
+              "gRPC calls are counted by route (method) and code in /metrics")
         check("\nmogserve_inflight_images 0" in text, "mogserve_inflight_images is 0 when idle")
 
         # Port in use: a second server on the same gRPC port says so and exits non-zero.

@@ -137,8 +137,8 @@ TEST(GrpcInferTest, EveryRefusalAsRest) {
        "shape must be [N] or [N, 1]"},
       {[](Request& r) { r.mutable_inputs(0)->set_shape(0, 2); }, 400, "bad_request",
        "shape says 2 images, the data holds 1"},
-      {[](Request& r) { r.mutable_inputs(0)->mutable_contents()->set_bytes_contents(0, ""); },
-       400, "invalid_image", "IMAGE[0] is empty"},
+      {[](Request& r) { r.mutable_inputs(0)->mutable_contents()->set_bytes_contents(0, ""); }, 400,
+       "invalid_image", "IMAGE[0] is empty"},
       {[](Request& r) { r.add_raw_input_contents(LengthPrefixed({"x"})); }, 400, "bad_request",
        "both contents and raw_input_contents"},
       {[](Request& r) { r.mutable_inputs(0)->clear_contents(); }, 400, "bad_request",
@@ -162,7 +162,10 @@ TEST(GrpcInferTest, EveryRefusalAsRest) {
   }
   Request raw = WithImages({});
   raw.mutable_inputs(0)->set_shape(0, 1);
-  raw.add_raw_input_contents(std::string("\x09\x00\x00\x00" "abc", 7));
+  raw.add_raw_input_contents(
+      std::string("\x09\x00\x00\x00"
+                  "abc",
+                  7));
   EXPECT_THAT(Refused(raw).message, HasSubstr("IMAGE[0]: its length 9 runs past"));
   RequestLimits limits;
   limits.max_images = 1;

@@ -255,7 +255,6 @@ TEST(OipTest, OneFailedImageFailsTheRequestNamingIt) {
   EXPECT_THAT(j["error"].get<std::string>(), HasSubstr("invalid_image: IMAGE[1]: not an image"));
 }
 
-
 // The transport-neutral pieces REST and gRPC share.
 TEST(OipSharedTest, ImageTensorChecks) {
   RequestLimits limits;
@@ -288,8 +287,8 @@ TEST(OipSharedTest, OutputsAndFailures) {
               HasSubstr("output 'MASKS' is not known; allowed: BOXES, SCORES, COUNT, IMAGE_SIZE"));
   ASSERT_EQ(r.outputs.size(), 1u);
   r.images = {{"IMAGE[0]", ""}, {"IMAGE[1]", ""}};
-  const std::vector<OutputTensor> t = OutputTensors(r, {Done(4, 4, {{0, 0, 1, 1, 0.5f}}),
-                                                        Done(4, 4, {})});
+  const std::vector<OutputTensor> t =
+      OutputTensors(r, {Done(4, 4, {{0, 0, 1, 1, 0.5f}}), Done(4, 4, {})});
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0].name, "SCORES");
   EXPECT_EQ(t[0].shape, (std::vector<int64_t>{2, 1}));
