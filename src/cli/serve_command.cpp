@@ -89,6 +89,7 @@ StatusOr<std::unique_ptr<server::grpc_api::GrpcServer>> StartGrpc(
   o.api_key = options.api_key;
   o.model_name = options.model_name;
   o.max_message_bytes = flags.max_body_bytes;
+  o.max_bytes_in_flight = flags.max_body_bytes_in_flight;
   o.limits = options.limits;
   auto grpc = std::make_unique<server::grpc_api::GrpcServer>(o, metrics);
   MOGSERVE_ASSIGN_OR_RETURN(const int port, grpc->Start());

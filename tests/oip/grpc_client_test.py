@@ -4,7 +4,7 @@ stubs that protoc and grpc_python_plugin generate at test time from proto/open_i
 (Debian's python3-grpcio / python3-protobuf run them). Checks every RPC; that ModelInfer on the
 photos of tests/data, with IMAGE in bytes_contents and in raw_input_contents, finds the same faces
 as /v1/detect on the same server (and the hand-checked ground truth); the outputs filter; the status
-map for each error class; the metrics; a port in use; and the drain: SIGTERM with calls in flight,
+map for each error class; the bytes-in-flight budget; the metrics; a port in use; and the drain: SIGTERM with calls in flight,
 each answered OK, readiness false at once, exit 0.
 
     grpc_client_test.py --mogserve BUILD/mogserve --model-dir models/ssd_mobilenetv1
@@ -335,6 +335,17 @@ def main() -> int:
         _, err = other.communicate(timeout=120)
         check(other.returncode not in (0, None) and b"cannot listen for gRPC" in err,
               f"gRPC port in use: exit {other.returncode}, {err.decode()[-300:]!r}")
+
+        # --max-body-bytes-in-flight bounds the ModelInfer messages held: beyond, UNAVAILABLE.
+        small_port = free_port()
+        small = start(args, free_port(), small_port, ["--max-body-bytes-in-flight", "1024"])
+        with grpc.insecure_channel(f"127.0.0.1:{small_port}") as small_channel:
+            small_stub = pb_grpc.GRPCInferenceServiceStub(small_channel)
+            wait_ready(small, small_stub, pb)
+            expect_error(grpc, small_stub.ModelInfer, infer_request(pb, photos_batch[:1]),
+                         C.UNAVAILABLE, "server_busy", "over the bytes in flight", metadata=key)
+        small.terminate()
+        check(small.wait(timeout=60) == 0, "the small-budget server exits 0")
 
         # Drain: calls in flight at SIGTERM are all answered OK; readiness false at once.
         calls = [stub.ModelInfer.future(infer_request(pb, photos_batch, raw=True), metadata=key)

@@ -226,8 +226,9 @@ void FillModelInferResponse(const oip::InferRequest& request, const std::string&
 // pipeline's callback.
 class GrpcServer::Service final : public inference::GRPCInferenceService::CallbackService {
  public:
-  Service(const GrpcOptions& options, ServerMetrics* metrics, const std::atomic<bool>& draining)
-      : options_(options), metrics_(metrics), draining_(draining) {}
+  Service(const GrpcOptions& options, ServerMetrics* metrics, const std::atomic<bool>& draining,
+          http::BodyBudget* budget)
+      : options_(options), metrics_(metrics), draining_(draining), budget_(budget) {}
 
   void SetPipeline(pipeline::Pipeline* pipeline, const ModelDescription& model) {
     model_ = model;
@@ -303,6 +304,16 @@ class GrpcServer::Service final : public inference::GRPCInferenceService::Callba
     if (auto e = CheckKey(context)) return Finish(context, kMethod, ToGrpcStatus(*e));
     pipeline::Pipeline* pipeline = pipeline_.load();
     if (pipeline == nullptr) return Finish(context, kMethod, ToGrpcStatus(NotReady()));
+    // The message stays in memory until the answer (the request owns the pictures' bytes).
+    auto lease = std::make_shared<http::BodyLease>(budget_);
+    if (!lease->Grow(static_cast<int64_t>(request->ByteSizeLong()))) {
+      return Finish(
+          context, kMethod,
+          ToGrpcStatus({503, "server_busy",
+                        "the server holds too many ModelInfer messages at once "
+                        "(max_body_bytes_in_flight " +
+                            std::to_string(budget_->capacity_bytes()) + " bytes); retry shortly"}));
+    }
     auto parsed = ParseModelInferRequest(*request, model_name_, options_.limits);
     if (auto* e = std::get_if<HttpError>(&parsed)) {
       return Finish(context, kMethod, ToGrpcStatus(*e));
@@ -319,8 +330,8 @@ class GrpcServer::Service final : public inference::GRPCInferenceService::Callba
     }
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     auto gather = std::make_shared<Gather>(
-        submits.size(),
-        [this, reactor, response, infer](const std::vector<pipeline::RequestResult>& results) {
+        submits.size(), [this, reactor, response, infer,
+                         lease](const std::vector<pipeline::RequestResult>& results) {
           grpc::Status status = grpc::Status::OK;
           if (auto e = oip::FirstFailure(*infer, results)) {
             status = ToGrpcStatus(*e);
@@ -328,6 +339,7 @@ class GrpcServer::Service final : public inference::GRPCInferenceService::Callba
             FillModelInferResponse(*infer, model_name_, results, response);
           }
           metrics_->OnGrpcResponse(kMethod, GrpcCodeName(status.error_code()));
+          lease->Release();
           reactor->Finish(status);  // the call, request and response may be gone after this
         });
     for (size_t i = 0; i < submits.size(); ++i) {
@@ -397,6 +409,7 @@ class GrpcServer::Service final : public inference::GRPCInferenceService::Callba
   const GrpcOptions& options_;
   ServerMetrics* metrics_;
   const std::atomic<bool>& draining_;
+  http::BodyBudget* budget_;
   std::atomic<pipeline::Pipeline*> pipeline_{nullptr};
   ModelDescription model_;  // written before pipeline_ is published
   std::string model_name_;  // same
@@ -405,7 +418,8 @@ class GrpcServer::Service final : public inference::GRPCInferenceService::Callba
 GrpcServer::GrpcServer(GrpcOptions options, ServerMetrics* metrics)
     : options_(std::move(options)),
       metrics_(metrics),
-      service_(std::make_unique<Service>(options_, metrics_, draining_)) {}
+      budget_(options_.max_bytes_in_flight),
+      service_(std::make_unique<Service>(options_, metrics_, draining_, &budget_)) {}
 
 GrpcServer::~GrpcServer() {
   Shutdown(std::chrono::system_clock::now());

@@ -13,7 +13,8 @@
 // Errors: REST's HTTP status and code mapped by GrpcCodeOf, the message "<code>: <message>".
 // API key: `authorization: Bearer <key>` metadata on every RPC but ServerLive and ServerReady.
 // Deadline: a client's deadline shortens the request's timeout (already past: DEADLINE_EXCEEDED).
-// Max message: ServerOptions' max_message_bytes (--max-body-bytes); larger: RESOURCE_EXHAUSTED.
+// Max message: max_message_bytes (--max-body-bytes); larger: RESOURCE_EXHAUSTED. Messages held
+// until answered: max_bytes_in_flight; beyond, UNAVAILABLE (retry).
 //
 // Threads: gRPC's callback API — an in-flight ModelInfer holds no thread while the pipeline
 // works; the pipeline's post-processing thread finishes the call.
@@ -36,6 +37,7 @@
 #include "mogserve/status.h"
 #include "open_inference.grpc.pb.h"
 #include "pipeline/pipeline.h"
+#include "server/http/body_budget.h"
 #include "server/http_error.h"
 #include "server/http_server.h"
 #include "server/oip.h"
@@ -49,6 +51,9 @@ struct GrpcOptions {
   std::string api_key;     // "" = none needed
   std::string model_name;  // "" = the engine's model name
   int64_t max_message_bytes = 64 << 20;
+  // ModelInfer messages held at once, until answered (503 server_busy → UNAVAILABLE beyond):
+  // --max-body-bytes-in-flight, a budget of its own beside the HTTP listener's.
+  int64_t max_bytes_in_flight = int64_t{1} << 30;
   RequestLimits limits;
 };
 
@@ -93,6 +98,7 @@ class GrpcServer {
 
   GrpcOptions options_;
   ServerMetrics* metrics_;
+  http::BodyBudget budget_;  // ModelInfer messages held until answered
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
   std::atomic<bool> draining_{false};
