@@ -21,7 +21,7 @@ BUNDLE="$ROOT/.gpu"
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   # No video: FFmpeg's codec libraries would not fit the bundle's 40 MiB.
   cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOGSERVE_WITH_TORCH=OFF \
-    -DMOGSERVE_WITH_CUDA=ON -DMOGSERVE_WITH_VIDEO=OFF -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+    -DMOGSERVE_WITH_CUDA=ON -DMOGSERVE_WITH_VIDEO=OFF -DMOGSERVE_WITH_GRPC=OFF -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
 fi
 cmake --build "$BUILD_DIR" -j "${MOGSERVE_JOBS:-2}" --target mogserve cuda_tests cuda_host_tests
 

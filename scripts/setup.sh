@@ -33,6 +33,8 @@ DEBIAN_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev
   libboost1.81-dev  # Boost.Beast + Asio: the HTTP server (src/server/http/)
   libcpp-httplib-dev  # an HTTP client for `bench serve` and the end-to-end tests
+  libgrpc++-dev protobuf-compiler protobuf-compiler-grpc  # the OIP gRPC API (proto/, src/server/grpc/)
+  python3-grpcio python3-protobuf  # tests/oip/grpc_client_test.py's client
   libavformat-dev libavcodec-dev libswscale-dev libavutil-dev  # video ingestion (src/video/)
   ffmpeg  # the CLI: tests/video/make_clip.sh encodes the test clips and serves loopback streams
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -49,7 +51,8 @@ DEBIAN_PACKAGES=(
 # Only for tests and tools: left out by --build-only (a container image's build stage, which
 # builds with -DMOGSERVE_BUILD_TESTS=OFF).
 TEST_ONLY_PACKAGES=" libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev python3-torch
-  python3-opencv chromium gnuplot-nox python3-yaml nginx yamllint prometheus "
+  python3-opencv chromium gnuplot-nox python3-yaml python3-grpcio python3-protobuf
+  nginx yamllint prometheus "
 TEST_ONLY_NPM=" playwright-core "
 BUILD_ONLY=0
 for arg in "$@"; do

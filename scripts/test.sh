@@ -14,7 +14,8 @@
 #      -DMOGSERVE_WITH_CUDA=OFF): mogserve (whose detect must say it has no CPU engine) and the
 #      torch-free tests, the golden-file parity tests excepted (the first step runs them);
 #   6. where nvcc, cudnn.h and libcudnn are found, the GPU bundle's configuration
-#      (-DMOGSERVE_WITH_TORCH=OFF -DMOGSERVE_WITH_CUDA=ON -DMOGSERVE_WITH_VIDEO=OFF, sm_90 only):
+#      (-DMOGSERVE_WITH_TORCH=OFF -DMOGSERVE_WITH_CUDA=ON -DMOGSERVE_WITH_VIDEO=OFF
+#      -DMOGSERVE_WITH_GRPC=OFF, sm_90 only):
 #      mogserve and cuda_host_tests (the CUDA backend's host side: arena, weight preparation,
 #      kernel element functions, no-GPU errors), cuda_tests (the kernels on a GPU: compiled
 #      here, skipped without a device), its unit tests.
@@ -92,7 +93,7 @@ find_cuda_step() {
 if find_cuda_step; then
   CUDA_DIR="$ROOT/build-cuda"
   cmake -S "$ROOT" -B "$CUDA_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOGSERVE_WITH_TORCH=OFF \
-    -DMOGSERVE_WITH_CUDA=ON -DMOGSERVE_WITH_VIDEO=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DMOGSERVE_WITH_CUDA=ON -DMOGSERVE_WITH_VIDEO=OFF -DMOGSERVE_WITH_GRPC=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DCUDNN_ROOT="$CUDNN_PREFIX" >/dev/null
   cmake --build "$CUDA_DIR" -j "${MOGSERVE_JOBS:-2}" --target mogserve cuda_host_tests cuda_tests
   (cd "$CUDA_DIR" && ctest --output-on-failure -j 2 -L unit)

@@ -16,6 +16,9 @@
 #include "cli/shutdown_signals.h"
 #include "common/process_memory.h"
 #include "server/http_server.h"
+#if MOGSERVE_WITH_GRPC
+#include "server/grpc/grpc_service.h"
+#endif
 
 namespace mogserve::cli {
 namespace {
@@ -74,11 +77,48 @@ int Fail(const Status& status) {
   return ExitCodeFor(status);
 }
 
+#if MOGSERVE_WITH_GRPC
+// The gRPC API on --grpc-port (0: none), started before the warm-up like the HTTP listener so
+// ServerLive answers (and ServerReady says false) while the model loads.
+StatusOr<std::unique_ptr<server::grpc_api::GrpcServer>> StartGrpc(
+    const ServeFlags& flags, const server::ServerOptions& options, server::ServerMetrics* metrics) {
+  if (flags.grpc_port == 0) return std::unique_ptr<server::grpc_api::GrpcServer>();
+  server::grpc_api::GrpcOptions o;
+  o.host = flags.host;
+  o.port = flags.grpc_port;
+  o.api_key = options.api_key;
+  o.model_name = options.model_name;
+  o.max_message_bytes = flags.max_body_bytes;
+  o.max_bytes_in_flight = flags.max_body_bytes_in_flight;
+  o.limits = options.limits;
+  auto grpc = std::make_unique<server::grpc_api::GrpcServer>(o, metrics);
+  MOGSERVE_ASSIGN_OR_RETURN(const int port, grpc->Start());
+  spdlog::info("gRPC (Open Inference Protocol) on {}:{}", flags.host, port);
+  return grpc;
+}
+using GrpcServerPtr = std::unique_ptr<server::grpc_api::GrpcServer>;
+#else
+// This build has no gRPC: --grpc-port is refused before anything starts (see RunServe).
+struct NoGrpc {
+  void SetPipeline(pipeline::Pipeline*, const server::ModelDescription&) {}
+  void BeginDrain() {}
+  void Shutdown(std::chrono::system_clock::time_point) {}
+};
+using GrpcServerPtr = std::unique_ptr<NoGrpc>;
+#endif
+
 int RunServe(const ServeFlags& flags) {
   const sigset_t signals = BlockShutdownSignals();
   auto server_options = ToServerOptions(flags);
   if (!server_options.ok()) return Fail(server_options.status());
   if (Status streams = ServeStreams::CheckFlags(flags); !streams.ok()) return Fail(streams);
+#if !MOGSERVE_WITH_GRPC
+  if (flags.grpc_port != 0) {
+    return Fail(InvalidArgument(
+        "--grpc-port: this mogserve was built without gRPC (-DMOGSERVE_WITH_GRPC=OFF); rebuild "
+        "with it ON, or use the REST API (/v2) on --port"));
+  }
+#endif
   FitConnectionsToFileLimit(*server_options);
   spdlog::info("loading {} ...", flags.engine.model);
   auto loaded = LoadEngines(flags);
@@ -95,20 +135,34 @@ int RunServe(const ServeFlags& flags) {
   if (http.admin_port() > 0) {
     spdlog::info("admin (probes, metrics) on http://{}:{}/metrics", flags.host, http.admin_port());
   }
+  GrpcServerPtr grpc;
+#if MOGSERVE_WITH_GRPC
+  auto grpc_started = StartGrpc(flags, *server_options, http.metrics());
+  if (!grpc_started.ok()) {
+    http.Stop();
+    serving.join();
+    std::cerr << "error: " << grpc_started.status().message() << "\n";
+    return kExitFatal;
+  }
+  grpc = std::move(*grpc_started);
+#endif
 
   auto started = StartPipeline(flags, *loaded, http.metrics());
   if (!started.ok()) {
     http.Stop();
     serving.join();
+    if (grpc) grpc->Shutdown(std::chrono::system_clock::now());
     return Fail(started.status());
   }
   pipeline::Pipeline& pipeline = *started->pipeline;
   const server::ModelDescription& model = started->model;
   http.SetPipeline(&pipeline, loaded->engines, model);
+  if (grpc) grpc->SetPipeline(&pipeline, model);
   auto streams = ServeStreams::Start(flags, pipeline, http);
   if (!streams.ok()) {
     http.Stop();
     serving.join();
+    if (grpc) grpc->Shutdown(std::chrono::system_clock::now());
     return Fail(streams.status());
   }
   spdlog::info("model: {} ({})", model.info.Describe(), model.info.weights);
@@ -129,6 +183,7 @@ int RunServe(const ServeFlags& flags) {
     // Readiness goes false first; balancers and Kubernetes take a while to stop sending, and
     // until then requests are served as usual. A second signal ends the wait.
     http.BeginDrain();
+    if (grpc) grpc->BeginDrain();
     spdlog::info("{}: not ready; serving {} s more before closing the listener", signal_name,
                  flags.shutdown_delay_s);
     const double whole = std::floor(flags.shutdown_delay_s);
@@ -139,15 +194,25 @@ int RunServe(const ServeFlags& flags) {
   spdlog::info("{}: stopping; answering the requests already accepted (up to {} s)", signal_name,
                flags.drain_timeout_s);
   http.Stop();
+  // gRPC drains alongside: no new calls, every accepted one answered (the pipeline runs on),
+  // the ones still open at the drain deadline cancelled.
+  const auto drain_for = std::chrono::duration_cast<std::chrono::system_clock::duration>(
+      std::chrono::duration<double>(flags.drain_timeout_s));
+  const auto drain_deadline = std::chrono::system_clock::now() + drain_for;
+  if (grpc) grpc->BeginDrain();
+  auto grpc_drained = std::async(std::launch::async, [&grpc, drain_deadline] {
+    if (grpc) grpc->Shutdown(drain_deadline);
+  });
   // If draining takes too long, the queued requests end as cancelled (503) so every accepted
   // request still gets an answer.
   auto drained = std::async(std::launch::async, [&serving] { serving.join(); });
-  if (drained.wait_for(std::chrono::duration<double>(flags.drain_timeout_s)) !=
-      std::future_status::ready) {
+  if (drained.wait_until(drain_deadline) != std::future_status::ready ||
+      grpc_drained.wait_until(drain_deadline) != std::future_status::ready) {
     spdlog::warn("drain timeout: cancelling the requests still queued");
     pipeline.Shutdown(pipeline::ShutdownMode::kCancel);
   }
   drained.wait();
+  grpc_drained.wait();
   streams->reset();  // no handler uses them any more; their last frames still finish
   pipeline.Shutdown(pipeline::ShutdownMode::kDrain);
   const pipeline::PipelineStats stats = pipeline.Stats();
@@ -162,6 +227,11 @@ int RunServe(const ServeFlags& flags) {
 CommandRunner RegisterServeCommand(CLI::App& app) {
   auto flags = std::make_shared<ServeFlags>();
   AddServeFlags(app, *flags);
+  app.add_option("--grpc-port", flags->grpc_port,
+                 "Serve the Open Inference Protocol over gRPC on this port too (0: off)")
+      ->envname("MOGSERVE_GRPC_PORT")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
   return [flags] { return RunServe(*flags); };
 }
 

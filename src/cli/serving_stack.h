@@ -27,6 +27,7 @@ struct ServeFlags {
   std::string cors_origin;
   std::string model_name;  // "" = the engine's
   int admin_port = 0;      // 0: probes and metrics on the main port only
+  int grpc_port = 0;       // the OIP gRPC API (serve only); 0: off
   int64_t max_body_bytes = 64 << 20;
   int64_t max_body_bytes_in_flight = int64_t{1} << 30;
   int max_images = 32;
@@ -53,7 +54,7 @@ struct ServeFlags {
   bool pad_batches = false;
   // Mechanism.
   int instances = 0;  // 0: engine::DefaultInstances of the device
-  int workers = 0;  // decode threads; 0 = half the cores
+  int workers = 0;    // decode threads; 0 = half the cores
   int post_threads = 1;
   double memory_fraction = 0.8;
   double batch_knee = 0.95;

@@ -10,6 +10,7 @@
 
 #include "common/process_memory.h"
 #include "scheduler/outcome.h"
+#include "server/api_key.h"
 #include "server/detect_call.h"
 #include "server/detect_websocket.h"
 #include "server/http/listener.h"
@@ -42,15 +43,6 @@ HttpResponse NotReady() {
   HttpResponse r = http::JsonError(503, "not_ready", "the model is still loading and warming up");
   r.SetHeader("Retry-After", "1");
   return r;
-}
-
-// Compares in time independent of where the strings differ (API keys).
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
-  }
-  return diff == 0;
 }
 
 // The routes: exact paths, and "/ui" for everything under it. GET routes answer HEAD too.
@@ -363,16 +355,7 @@ void HttpServer::SetPipeline(pipeline::Pipeline* pipeline, std::vector<engine::E
 }
 
 bool HttpServer::Authorized(const HttpRequest& head) const {
-  // "Bearer <key>"; the scheme is case-insensitive (RFC 9110 §11.1).
-  std::string_view auth = head.Header("Authorization");
-  const size_t space = auth.find(' ');
-  if (space == std::string_view::npos || !http::EqualsIgnoreCase(auth.substr(0, space), "Bearer")) {
-    return false;
-  }
-  auth.remove_prefix(space);
-  while (!auth.empty() && auth.front() == ' ') auth.remove_prefix(1);
-  while (!auth.empty() && auth.back() == ' ') auth.remove_suffix(1);
-  return ConstantTimeEquals(auth, options_.api_key);
+  return BearerKeyMatches(head.Header("Authorization"), options_.api_key);
 }
 
 std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {

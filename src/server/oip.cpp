@@ -40,45 +40,6 @@ std::string OutputNameList() {
   return text;
 }
 
-// The request-level parameters: the /v1 options (their values checked by ParseDetectOptions:
-// 422 naming a bad one) and binary_data_output.
-std::optional<HttpError> ApplyParameters(const nlohmann::json& parameters, InferRequest& r,
-                                         bool* binary_all) {
-  if (!parameters.is_object()) return Bad("parameters must be an object");
-  std::multimap<std::string, std::string> options;
-  for (const auto& [name, value] : parameters.items()) {
-    if (name == "binary_data_output") {
-      if (!value.is_boolean()) return Bad("parameters.binary_data_output must be true or false");
-      *binary_all = value.get<bool>();
-    } else if (name == "score_threshold" || name == "max_faces" || name == "priority" ||
-               name == "timeout_ms") {
-      options.emplace(name, value.is_string() ? value.get<std::string>() : value.dump());
-    } else {
-      return Bad("unknown parameter '" + name + "'; allowed: " + kParameters,
-                 "invalid_parameter");
-    }
-  }
-  return ParseDetectOptions(options, &r.params);
-}
-
-// The elements of a binary BYTES tensor: each a uint32 little-endian length and its bytes.
-std::optional<HttpError> SplitBinaryElements(std::string_view bytes, InferRequest& r) {
-  while (!bytes.empty()) {
-    if (bytes.size() < 4) return Bad("IMAGE: binary data ends inside an element's length");
-    uint32_t n = 0;
-    for (int k = 3; k >= 0; --k) n = (n << 8) | static_cast<uint8_t>(bytes[k]);
-    bytes.remove_prefix(4);
-    if (n > bytes.size()) {
-      return Bad("IMAGE[" + std::to_string(r.images.size()) + "]: its length " +
-                 std::to_string(n) + " runs past the binary data");
-    }
-    r.images.push_back({"IMAGE[" + std::to_string(r.images.size()) + "]",
-                        std::string(bytes.substr(0, n))});
-    bytes.remove_prefix(n);
-  }
-  return std::nullopt;
-}
-
 // The IMAGE elements of a JSON `data` array: base64 strings, flat or one level nested ([N, 1]).
 std::optional<HttpError> JsonElements(const nlohmann::json& data, InferRequest& r) {
   if (!data.is_array()) return Bad("IMAGE: data must be an array of base64 strings");
@@ -94,14 +55,15 @@ std::optional<HttpError> JsonElements(const nlohmann::json& data, InferRequest& 
   return std::nullopt;
 }
 
-// Elements of the shape, or −1 when it is not [N] or [N, 1] with N >= 0.
-int64_t ShapeElements(const nlohmann::json& shape) {
-  if (!shape.is_array() || shape.empty() || shape.size() > 2) return -1;
+// A JSON shape's dimensions; nullopt when it is not an array of integers.
+std::optional<std::vector<int64_t>> JsonShape(const nlohmann::json& shape) {
+  if (!shape.is_array()) return std::nullopt;
+  std::vector<int64_t> dims;
   for (const nlohmann::json& d : shape) {
-    if (!d.is_number_integer() || d.get<int64_t>() < 0) return -1;
+    if (!d.is_number_integer()) return std::nullopt;
+    dims.push_back(d.get<int64_t>());
   }
-  if (shape.size() == 2 && shape[1].get<int64_t>() != 1) return -1;
-  return shape[0].get<int64_t>();
+  return dims;
 }
 
 std::optional<HttpError> ParseInput(const nlohmann::json& input, std::string_view binary,
@@ -110,19 +72,12 @@ std::optional<HttpError> ParseInput(const nlohmann::json& input, std::string_vie
   if (!input.is_object()) return Bad("each input must be an object");
   const std::optional<std::string> name = StringMember(input, "name");
   if (!name) return Bad("an input's name must be a string");
-  if (*name != "IMAGE") {
-    return Bad("input '" + *name + "' is not known; the one input is IMAGE (BYTES, shape [N])");
-  }
-  if (StringMember(input, "datatype") != "BYTES") {
-    return Bad("IMAGE: datatype must be BYTES (encoded JPEG, PNG or WebP pictures)");
-  }
-  const int64_t n = ShapeElements(input.contains("shape") ? input["shape"] : nlohmann::json());
-  if (n < 0) return Bad("IMAGE: shape must be [N] or [N, 1]");
-  if (n < 1) return Bad("IMAGE: no image (N = 0)");
-  if (n > limits.max_images) {
-    return HttpError{413, "too_many_images",
-                     "IMAGE has " + std::to_string(n) + " images; at most " +
-                         std::to_string(limits.max_images) + " in one request"};
+  const std::optional<std::string> datatype = StringMember(input, "datatype");
+  int64_t n = 0;
+  if (auto e = CheckImageTensor(*name, datatype.value_or("(not a string)"),
+                                JsonShape(input.contains("shape") ? input["shape"] : nullptr),
+                                limits, &n)) {
+    return e;
   }
   const nlohmann::json params = input.value("parameters", nlohmann::json::object());
   if (!params.is_object()) return Bad("IMAGE: parameters must be an object");
@@ -145,28 +100,19 @@ std::optional<HttpError> ParseInput(const nlohmann::json& input, std::string_vie
     if (!input.contains("data")) return Bad("IMAGE has neither data nor binary_data_size");
     if (auto e = JsonElements(input["data"], r)) return e;
   }
-  if (static_cast<int64_t>(r.images.size()) != n) {
-    return Bad("IMAGE: shape says " + std::to_string(n) + " images, the data holds " +
-               std::to_string(r.images.size()));
-  }
-  for (const ImagePart& image : r.images) {
-    if (image.bytes.empty()) return HttpError{400, "invalid_image", image.name + " is empty"};
-  }
-  return std::nullopt;
+  return CheckImageCount(n, r);
 }
 
 std::optional<HttpError> ParseOutputs(const nlohmann::json& outputs, bool binary_all,
                                       InferRequest& r) {
   if (outputs.is_null()) {
-    for (const char* n : kOutputNames) r.outputs.push_back({n, binary_all});
+    AddAllOutputs(binary_all, r);
     return std::nullopt;
   }
   if (!outputs.is_array()) return Bad("outputs must be an array");
   for (const nlohmann::json& o : outputs) {
     const std::string name = o.is_object() ? StringMember(o, "name").value_or("") : "";
-    if (!IsOutputName(name)) {
-      return Bad("output '" + name + "' is not known; allowed: " + OutputNameList());
-    }
+    if (!IsOutputName(name)) return AddOutput(name, false, r);  // the error naming it
     bool binary = binary_all;
     if (o.contains("parameters")) {
       const nlohmann::json& p = o["parameters"];
@@ -185,36 +131,118 @@ std::optional<HttpError> ParseOutputs(const nlohmann::json& outputs, bool binary
   return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<HttpError> ApplyParameters(const nlohmann::json& parameters, InferRequest& r,
+                                         bool* binary_all) {
+  if (!parameters.is_object()) return Bad("parameters must be an object");
+  std::multimap<std::string, std::string> options;
+  for (const auto& [name, value] : parameters.items()) {
+    if (name == "binary_data_output") {
+      if (!value.is_boolean()) return Bad("parameters.binary_data_output must be true or false");
+      *binary_all = value.get<bool>();
+    } else if (name == "score_threshold" || name == "max_faces" || name == "priority" ||
+               name == "timeout_ms") {
+      options.emplace(name, value.is_string() ? value.get<std::string>() : value.dump());
+    } else {
+      return Bad("unknown parameter '" + name + "'; allowed: " + kParameters, "invalid_parameter");
+    }
+  }
+  return ParseDetectOptions(options, &r.params);
+}
+
+std::optional<HttpError> SplitBinaryElements(std::string_view bytes, InferRequest& r) {
+  while (!bytes.empty()) {
+    if (bytes.size() < 4) return Bad("IMAGE: binary data ends inside an element's length");
+    uint32_t n = 0;
+    for (int k = 3; k >= 0; --k) n = (n << 8) | static_cast<uint8_t>(bytes[k]);
+    bytes.remove_prefix(4);
+    if (n > bytes.size()) {
+      return Bad("IMAGE[" + std::to_string(r.images.size()) + "]: its length " + std::to_string(n) +
+                 " runs past the binary data");
+    }
+    r.images.push_back(
+        {"IMAGE[" + std::to_string(r.images.size()) + "]", std::string(bytes.substr(0, n))});
+    bytes.remove_prefix(n);
+  }
+  return std::nullopt;
+}
+
+std::optional<HttpError> CheckImageTensor(std::string_view name, std::string_view datatype,
+                                          const std::optional<std::vector<int64_t>>& shape,
+                                          const RequestLimits& limits, int64_t* n) {
+  if (name != "IMAGE") {
+    return Bad("input '" + std::string(name) +
+               "' is not known; the one input is IMAGE (BYTES, shape [N])");
+  }
+  if (datatype != "BYTES") {
+    return Bad("IMAGE: datatype must be BYTES (encoded JPEG, PNG or WebP pictures), not '" +
+               std::string(datatype) + "'");
+  }
+  const bool ok = shape && !shape->empty() && shape->size() <= 2 && (*shape)[0] >= 0 &&
+                  (shape->size() == 1 || (*shape)[1] == 1);
+  if (!ok) return Bad("IMAGE: shape must be [N] or [N, 1]");
+  *n = (*shape)[0];
+  if (*n < 1) return Bad("IMAGE: no image (N = 0)");
+  if (*n > limits.max_images) {
+    return HttpError{413, "too_many_images",
+                     "IMAGE has " + std::to_string(*n) + " images; at most " +
+                         std::to_string(limits.max_images) + " in one request"};
+  }
+  return std::nullopt;
+}
+
+std::optional<HttpError> CheckImageCount(int64_t n, const InferRequest& r) {
+  if (static_cast<int64_t>(r.images.size()) != n) {
+    return Bad("IMAGE: shape says " + std::to_string(n) + " images, the data holds " +
+               std::to_string(r.images.size()));
+  }
+  for (const ImagePart& image : r.images) {
+    if (image.bytes.empty()) return HttpError{400, "invalid_image", image.name + " is empty"};
+  }
+  return std::nullopt;
+}
+
+std::optional<HttpError> AddOutput(std::string_view name, bool binary, InferRequest& r) {
+  if (!IsOutputName(name)) {
+    return Bad("output '" + std::string(name) + "' is not known; allowed: " + OutputNameList());
+  }
+  r.outputs.push_back({std::string(name), binary});
+  return std::nullopt;
+}
+
+void AddAllOutputs(bool binary, InferRequest& r) {
+  for (const char* n : kOutputNames) r.outputs.push_back({n, binary});
+}
+
 static_assert(std::endian::native == std::endian::little,
               "binary tensors are written as the host's bytes, which the protocol wants LE");
 
-// One output tensor's values for every image: float or int32, row-major.
-struct Tensor {
-  std::string datatype;  // "FP32", "INT32"
-  std::vector<int64_t> shape;
-  std::vector<float> f;
-  std::vector<int32_t> i;
-  std::string Bytes() const {
-    std::string out;
-    if (datatype == "FP32") {
-      out.resize(f.size() * 4);
-      std::memcpy(out.data(), f.data(), out.size());  // little-endian: see the static_assert
-    } else {
-      out.resize(i.size() * 4);
-      std::memcpy(out.data(), i.data(), out.size());
-    }
-    return out;
+std::string OutputTensor::Bytes() const {
+  std::string out;
+  if (datatype == "FP32") {
+    out.resize(f.size() * 4);
+    std::memcpy(out.data(), f.data(), out.size());  // little-endian: see the static_assert
+  } else {
+    out.resize(i.size() * 4);
+    std::memcpy(out.data(), i.data(), out.size());
   }
-  nlohmann::json Data() const {
-    return datatype == "FP32" ? nlohmann::json(f) : nlohmann::json(i);
-  }
-};
+  return out;
+}
 
-Tensor MakeTensor(const std::string& name, const std::vector<pipeline::RequestResult>& results) {
+nlohmann::json OutputTensor::Data() const {
+  return datatype == "FP32" ? nlohmann::json(f) : nlohmann::json(i);
+}
+
+namespace {
+
+OutputTensor MakeTensor(const std::string& name,
+                        const std::vector<pipeline::RequestResult>& results) {
   const int64_t n = static_cast<int64_t>(results.size());
   size_t k = 0;
   for (const auto& r : results) k = std::max(k, r.result.faces.size());
-  Tensor t;
+  OutputTensor t;
+  t.name = name;
   if (name == "BOXES" || name == "SCORES") {
     const size_t per = name == "BOXES" ? 4 : 1;
     t.datatype = "FP32";
@@ -253,6 +281,23 @@ Tensor MakeTensor(const std::string& name, const std::vector<pipeline::RequestRe
 }
 
 }  // namespace
+
+std::optional<HttpError> FirstFailure(const InferRequest& request,
+                                      const std::vector<pipeline::RequestResult>& results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].outcome == scheduler::Outcome::kDone) continue;
+    const auto [status, code] = HttpStatusOf(results[i]);
+    return HttpError{status, code, request.images[i].name + ": " + results[i].status.message()};
+  }
+  return std::nullopt;
+}
+
+std::vector<OutputTensor> OutputTensors(const InferRequest& request,
+                                        const std::vector<pipeline::RequestResult>& results) {
+  std::vector<OutputTensor> tensors;
+  for (const RequestedOutput& o : request.outputs) tensors.push_back(MakeTensor(o.name, results));
+  return tensors;
+}
 
 std::variant<InferRequest, HttpError> ParseInferRequest(std::string_view header_length,
                                                         std::string_view body,
@@ -295,8 +340,8 @@ std::variant<InferRequest, HttpError> ParseInferRequest(std::string_view header_
     return Bad("the binary data after the JSON is " + std::to_string(binary.size()) +
                " bytes, the inputs' binary_data_size add up to " + std::to_string(binary_used));
   }
-  if (auto e = ParseOutputs(doc.contains("outputs") ? doc["outputs"] : nlohmann::json(),
-                            binary_all, r)) {
+  if (auto e = ParseOutputs(doc.contains("outputs") ? doc["outputs"] : nlohmann::json(), binary_all,
+                            r)) {
     return *e;
   }
   return r;
@@ -313,16 +358,13 @@ http::HttpResponse ErrorResponse(const HttpError& error) {
 
 http::HttpResponse InferResponse(const InferRequest& request, const std::string& model_name,
                                  const std::vector<pipeline::RequestResult>& results) {
-  for (size_t i = 0; i < results.size(); ++i) {
-    if (results[i].outcome == scheduler::Outcome::kDone) continue;
-    const auto [status, code] = HttpStatusOf(results[i]);
-    return ErrorResponse({status, code, request.images[i].name + ": " +
-                                            results[i].status.message()});
-  }
+  if (auto e = FirstFailure(request, results)) return ErrorResponse(*e);
   nlohmann::json outputs = nlohmann::json::array();
   std::string binary;
-  for (const RequestedOutput& o : request.outputs) {
-    const Tensor t = MakeTensor(o.name, results);
+  const std::vector<OutputTensor> tensors = OutputTensors(request, results);
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const RequestedOutput& o = request.outputs[k];
+    const OutputTensor& t = tensors[k];
     nlohmann::json out = {{"name", o.name}, {"datatype", t.datatype}, {"shape", t.shape}};
     if (o.binary) {
       const std::string bytes = t.Bytes();

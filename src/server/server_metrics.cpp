@@ -28,6 +28,11 @@ ServerMetrics::ServerMetrics()
       http_responses_(registry_.Counter("mogserve_http_responses_total",
                                         "HTTP responses by route and status code.",
                                         {"route", "code"})),
+      grpc_responses_(registry_.Counter("mogserve_grpc_responses_total",
+                                        "gRPC calls answered, by route (the method's path, "
+                                        "/inference.GRPCInferenceService/ModelInfer) and status "
+                                        "code (OK, INVALID_ARGUMENT, ...).",
+                                        {"route", "code"})),
       request_duration_(registry_.Histogram(
           "mogserve_request_duration_seconds",
           "Time from submission to result of each detected image.", kLatencyBuckets)),
@@ -86,6 +91,10 @@ void ServerMetrics::OnRequestEnded(const pipeline::RequestResult& result) {
 
 void ServerMetrics::OnHttpResponse(const std::string& route, int status) {
   http_responses_.Add({route, std::to_string(status)}, 1);
+}
+
+void ServerMetrics::OnGrpcResponse(const std::string& method, const std::string& code) {
+  grpc_responses_.Add({"/inference.GRPCInferenceService/" + method, code}, 1);
 }
 
 void ServerMetrics::SetHttpStats(const http::ListenerStats& http, const ProcessMemory& memory) {

@@ -30,6 +30,9 @@ class ServerMetrics : public pipeline::PipelineObserver {
 
   // One HTTP response (every route, including refusals that never reached the pipeline).
   void OnHttpResponse(const std::string& route, int status);
+  // One gRPC call answered: the method ("ModelInfer", labelled by its path) and the status
+  // code's name ("OK").
+  void OnGrpcResponse(const std::string& method, const std::string& code);
   // The HTTP layer's connection counters and the process's memory, before a Render.
   void SetHttpStats(const http::ListenerStats& http, const ProcessMemory& memory);
   void SetDraining(bool draining) { draining_.Set({}, draining ? 1.0 : 0.0); }
@@ -53,6 +56,7 @@ class ServerMetrics : public pipeline::PipelineObserver {
   MetricsRegistry registry_;
   MetricFamily& requests_;
   MetricFamily& http_responses_;
+  MetricFamily& grpc_responses_;
   MetricFamily& request_duration_;
   MetricFamily& queue_duration_;
   MetricFamily& inference_duration_;

@@ -255,5 +255,54 @@ TEST(OipTest, OneFailedImageFailsTheRequestNamingIt) {
   EXPECT_THAT(j["error"].get<std::string>(), HasSubstr("invalid_image: IMAGE[1]: not an image"));
 }
 
+// The transport-neutral pieces REST and gRPC share.
+TEST(OipSharedTest, ImageTensorChecks) {
+  RequestLimits limits;
+  limits.max_images = 2;
+  int64_t n = 0;
+  EXPECT_FALSE(CheckImageTensor("IMAGE", "BYTES", std::vector<int64_t>{2, 1}, limits, &n));
+  EXPECT_EQ(n, 2);
+  EXPECT_THAT(CheckImageTensor("IMG", "BYTES", std::vector<int64_t>{1}, limits, &n)->message,
+              HasSubstr("input 'IMG' is not known"));
+  EXPECT_THAT(CheckImageTensor("IMAGE", "FP32", std::vector<int64_t>{1}, limits, &n)->message,
+              HasSubstr("datatype must be BYTES (encoded JPEG, PNG or WebP pictures), not 'FP32'"));
+  EXPECT_THAT(CheckImageTensor("IMAGE", "BYTES", std::nullopt, limits, &n)->message,
+              HasSubstr("shape must be [N] or [N, 1]"));
+  EXPECT_THAT(CheckImageTensor("IMAGE", "BYTES", std::vector<int64_t>{-1}, limits, &n)->message,
+              HasSubstr("shape must be"));
+  EXPECT_THAT(CheckImageTensor("IMAGE", "BYTES", std::vector<int64_t>{0}, limits, &n)->message,
+              HasSubstr("no image"));
+  EXPECT_EQ(CheckImageTensor("IMAGE", "BYTES", std::vector<int64_t>{3}, limits, &n)->status, 413);
+  InferRequest r;
+  r.images = {{"IMAGE[0]", "a"}, {"IMAGE[1]", ""}};
+  EXPECT_THAT(CheckImageCount(3, r)->message, HasSubstr("shape says 3 images, the data holds 2"));
+  EXPECT_EQ(CheckImageCount(2, r)->code, "invalid_image");
+  EXPECT_THAT(CheckImageCount(2, r)->message, HasSubstr("IMAGE[1] is empty"));
+}
+
+TEST(OipSharedTest, OutputsAndFailures) {
+  InferRequest r;
+  EXPECT_FALSE(AddOutput("SCORES", false, r));
+  EXPECT_THAT(AddOutput("MASKS", false, r)->message,
+              HasSubstr("output 'MASKS' is not known; allowed: BOXES, SCORES, COUNT, IMAGE_SIZE"));
+  ASSERT_EQ(r.outputs.size(), 1u);
+  r.images = {{"IMAGE[0]", ""}, {"IMAGE[1]", ""}};
+  const std::vector<OutputTensor> t =
+      OutputTensors(r, {Done(4, 4, {{0, 0, 1, 1, 0.5f}}), Done(4, 4, {})});
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].name, "SCORES");
+  EXPECT_EQ(t[0].shape, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(t[0].f, (std::vector<float>{0.5f, 0.0f}));
+  EXPECT_EQ(t[0].Bytes().size(), 8u);
+  pipeline::RequestResult late;
+  late.outcome = scheduler::Outcome::kRejectedDeadline;
+  late.status = Status(StatusCode::kDeadlineExceeded, "too late");
+  const std::optional<HttpError> e = FirstFailure(r, {Done(1, 1, {}), late});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, 504);
+  EXPECT_EQ(e->message, "IMAGE[1]: too late");
+  EXPECT_FALSE(FirstFailure(r, {Done(1, 1, {}), Done(1, 1, {})}));
+}
+
 }  // namespace
 }  // namespace mogserve::server::oip
