@@ -53,6 +53,7 @@ DEBIAN_PACKAGES=(
 TEST_ONLY_PACKAGES=" libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev python3-torch
   python3-opencv chromium gnuplot-nox python3-yaml python3-grpcio python3-protobuf
   nginx yamllint prometheus "
+TEST_ONLY_PACKAGES="${TEST_ONLY_PACKAGES//$'\n'/ }"  # one line: " name " matches at line ends too
 TEST_ONLY_NPM=" playwright-core "
 BUILD_ONLY=0
 for arg in "$@"; do

@@ -17,6 +17,8 @@ Duration FromUs(double us) {
 
 // Weight of the newest gap in the arrival-rate average: reacts within ~10 arrivals.
 constexpr double kArrivalGapWeight = 0.2;
+// How long a bucket refuses every request as hopeless, no batch completing, before a probe.
+constexpr Duration kStaleEstimateAfter = std::chrono::seconds(5);
 
 }  // namespace
 
@@ -32,6 +34,9 @@ BatchPolicy::BatchPolicy(const SchedulerConfig& config)
     models_.emplace_back(config.latency_window, config.default_batch_latency);
   }
   stats_.by_bucket.resize(config.num_buckets);
+  refusing_since_.resize(config.num_buckets);
+  probe_.resize(config.num_buckets);
+  relearn_.resize(config.num_buckets, false);
 }
 
 Duration BatchPolicy::SingleRequestEstimate(int bucket) const {
@@ -44,13 +49,14 @@ bool BatchPolicy::Hopeless(int bucket, TimePoint deadline, TimePoint now) const 
 
 std::optional<Outcome> BatchPolicy::CheckAdmission(const Request& r, TimePoint deadline,
                                                    TimePoint now,
-                                                   std::optional<uint64_t> superseded) const {
+                                                   std::optional<uint64_t> superseded,
+                                                   bool probe) const {
   const int priority = static_cast<int>(r.priority);
   if (r.bucket < 0 || r.bucket >= config_.num_buckets || r.pixel_cost <= 0 || r.byte_cost < 0 ||
       priority < 0 || priority >= kNumPriorities || where_.count(r.id) > 0) {
     return Outcome::kRejectedBadInput;
   }
-  if (Hopeless(r.bucket, deadline, now)) return Outcome::kRejectedDeadline;
+  if (!probe && Hopeless(r.bucket, deadline, now)) return Outcome::kRejectedDeadline;
   int64_t freed_requests = 0;
   int64_t freed_bytes = 0;
   if (superseded) {
@@ -77,10 +83,20 @@ AdmitResult BatchPolicy::Admit(const Request& request, TimePoint now) {
     auto it = latest_.find(request.client);
     if (it != latest_.end()) older = it->second;
   }
-  const std::optional<Outcome> rejection = CheckAdmission(request, deadline, now, older);
+  const bool valid_bucket = request.bucket >= 0 && request.bucket < config_.num_buckets;
+  const bool probe = valid_bucket && Hopeless(request.bucket, deadline, now) &&
+                     ProbeDue(request.bucket, now);
+  const std::optional<Outcome> rejection = CheckAdmission(request, deadline, now, older, probe);
   if (rejection) {
+    if (*rejection == Outcome::kRejectedDeadline && !refusing_since_[request.bucket]) {
+      refusing_since_[request.bucket] = now;
+    }
     result.rejection = *rejection;
     return result;
+  }
+  if (probe) {
+    probe_[request.bucket] = request.id;
+    refusing_since_[request.bucket].reset();
   }
   if (older) {
     Dequeue(where_.at(*older), *older);
@@ -124,9 +140,19 @@ QueuedRequest BatchPolicy::Dequeue(int bucket, uint64_t id) {
   return queued;
 }
 
+bool BatchPolicy::ProbeDue(int bucket, TimePoint now) const {
+  const std::optional<TimePoint>& since = refusing_since_[bucket];
+  return since && now - *since >= kStaleEstimateAfter && !probe_[bucket] &&
+         buckets_[bucket].empty();
+}
+
 void BatchPolicy::Forget(const Request& r) {
   Account(r, -1);
   where_.erase(r.id);
+  if (probe_[r.bucket] == r.id) {
+    probe_[r.bucket].reset();
+    relearn_[r.bucket] = true;
+  }
   if (r.latest_only) {
     auto it = latest_.find(r.client);
     if (it != latest_.end() && it->second == r.id) latest_.erase(it);
@@ -155,7 +181,12 @@ std::vector<Ended> BatchPolicy::CancelAll() {
 
 void BatchPolicy::OnBatchCompleted(int bucket, int padded_batch_size, Duration latency) {
   if (bucket < 0 || bucket >= config_.num_buckets) return;
+  if (relearn_[bucket]) {  // the samples before the probe's were the stale ones
+    models_[bucket] = LatencyModel(config_.latency_window, config_.default_batch_latency);
+    relearn_[bucket] = false;
+  }
   models_[bucket].Add(padded_batch_size, latency);
+  refusing_since_[bucket].reset();  // the estimate is fresh again
 }
 
 void BatchPolicy::ExpireHopeless(TimePoint now, std::vector<Ended>* ended) {
@@ -163,6 +194,7 @@ void BatchPolicy::ExpireHopeless(TimePoint now, std::vector<Ended>* ended) {
     BucketQueue& q = buckets_[b];
     while (!q.empty() && Hopeless(b, q.EarliestDeadline(), now)) {
       const uint64_t id = q.EarliestDeadlineId();
+      if (IsProbe(b, id)) break;  // it runs whatever the estimate says
       Dequeue(b, id);
       ended->push_back({id, Outcome::kRejectedDeadline});
     }
@@ -173,8 +205,9 @@ TimePoint BatchPolicy::NextExpiry() const {
   TimePoint next = TimePoint::max();
   for (int b = 0; b < config_.num_buckets; ++b) {
     const TimePoint deadline = buckets_[b].EarliestDeadline();
-    // The first instant at which the request is hopeless (Hopeless is strict).
-    if (deadline != kNoDeadline) {
+    // The first instant at which the request is hopeless (Hopeless is strict). A probe never
+    // expires, and what queues behind it waits for it.
+    if (deadline != kNoDeadline && !IsProbe(b, buckets_[b].EarliestDeadlineId())) {
       next = std::min(next, deadline - SingleRequestEstimate(b) + Duration(1));
     }
   }

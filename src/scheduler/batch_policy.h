@@ -24,6 +24,13 @@
 //   batch is formed, so it never appears in a plan. Optimistic on purpose: only requests that would
 //   be late even running alone are shed; the waiting policies stop waiting at earliest_deadline -
 //   estimate(target batch) instead.
+//   A stale estimate cannot lock a bucket out: the estimate only moves when a batch of the
+//   bucket completes, so if every request has been refused as hopeless for kStaleEstimateAfter
+//   (5 s) with no batch completing, the next one is admitted as a probe (when the bucket is
+//   empty), spared by admission and expiry, and the next completed batch of the bucket starts
+//   the model afresh: it measures the engine again (an
+//   estimate learnt while the machine was contended would otherwise refuse that bucket's work
+//   for ever). At most one probe per bucket at a time and per 5 s of refusals.
 // - Admission order: bad input, then deadline, then capacity (counted as if the superseded frame
 //   were already gone), then supersede. A refused request changes nothing, so a latest_only
 //   frame that is itself refused does not drop the queued older frame.
@@ -115,7 +122,10 @@ class BatchPolicy {
   explicit BatchPolicy(const SchedulerConfig& config);
 
   std::optional<Outcome> CheckAdmission(const Request& request, TimePoint deadline, TimePoint now,
-                                        std::optional<uint64_t> superseded) const;
+                                        std::optional<uint64_t> superseded, bool probe) const;
+  // Whether a hopeless request to `bucket` is admitted as the probe of a stale estimate.
+  bool ProbeDue(int bucket, TimePoint now) const;
+  bool IsProbe(int bucket, uint64_t id) const { return probe_[bucket] == id; }
   void Enqueue(QueuedRequest queued, TimePoint now);
   QueuedRequest Dequeue(int bucket, uint64_t id);
   void Forget(const Request& request);  // bookkeeping for a request leaving the queues
@@ -139,6 +149,11 @@ class BatchPolicy {
   std::vector<ArrivalRate> rates_;
   std::unordered_map<uint64_t, int> where_;           // queued id -> bucket
   std::unordered_map<std::string, uint64_t> latest_;  // client -> its queued latest_only frame
+  // Per bucket: since when every admission has been refused as hopeless with no batch
+  // completing (nullopt: not refusing), and the probe admitted in spite of that, if queued.
+  std::vector<std::optional<TimePoint>> refusing_since_;
+  std::vector<std::optional<uint64_t>> probe_;
+  std::vector<bool> relearn_;  // a probe left the queue: its batch's sample replaces the model's
   uint64_t next_seq_ = 0;
   bool draining_ = false;
   // The last `now` at which Next saw a busy engine (continuous: work that arrived before it

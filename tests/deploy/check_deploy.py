@@ -135,6 +135,8 @@ def run_like_the_deployment(args, container, metric, grace):
             a = f"--port={port}"
         elif a.startswith("--admin-port="):
             a = f"--admin-port={admin}"
+        elif a.startswith("--grpc-port="):
+            a = f"--grpc-port={free_port()}"
         cli.append(a)
     proc = subprocess.Popen([args.mogserve] + cli + ["--model-dir", args.model_dir],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -197,7 +199,8 @@ def run_like_the_image(args, cli, env):
         return
     check("MOGSERVE_MODEL_DIR" in env, "Dockerfile: ENV MOGSERVE_MODEL_DIR names the model")
     port, admin = free_port(), free_port()
-    ports = {"--port": str(port), "--admin-port": str(admin), "--host": "127.0.0.1"}
+    ports = {"--port": str(port), "--admin-port": str(admin), "--grpc-port": str(free_port()),
+             "--host": "127.0.0.1"}
     cli = [ports.get(cli[i - 1], a) if i > 0 else a for i, a in enumerate(cli)]
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o755)

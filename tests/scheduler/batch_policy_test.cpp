@@ -214,6 +214,32 @@ TEST(DeadlineTest, RejectedAtAdmissionWhenEvenBatchOfOneIsTooLate) {
   EXPECT_FALSE(p->IsQueued(1));
 }
 
+// An estimate learnt while the machine was contended (here: one 2 s batch) must not refuse a
+// bucket's work for ever: after 5 s of refusals with no batch completing, one request runs as a
+// probe, whatever the estimate, and its batch corrects the estimate.
+TEST(DeadlineTest, AStaleEstimateIsProbedInsteadOfRefusingForEver) {
+  SchedulerConfig c = Config(Policy::kContinuous, 4, 0);
+  c.default_timeout = milliseconds(1000);
+  auto p = MakePolicy(c);
+  p->OnBatchCompleted(0, 1, milliseconds(2000));
+  EXPECT_EQ(p->Admit(RequestBuilder(1, 0), At(0)).rejection,
+            Outcome::kRejectedDeadline);
+  EXPECT_EQ(p->Admit(RequestBuilder(2, 4999), At(4999)).rejection,
+            Outcome::kRejectedDeadline);
+  // 5 s of refusals: the next one is the probe; it neither expires nor lets another probe in.
+  ASSERT_TRUE(p->Admit(RequestBuilder(3, 5000), At(5000)).accepted);
+  EXPECT_EQ(p->Admit(RequestBuilder(4, 5001), At(5001)).rejection,
+            Outcome::kRejectedDeadline);
+  Decision d = p->Next(At(5002), Idle(0, 1));  // engine busy: nothing expires, no busy wake-up
+  EXPECT_TRUE(d.ended.empty());
+  EXPECT_GT(d.wake_at, At(100000));
+  EXPECT_EQ(Dispatch(*p, 5003), Ids{3});
+  // Its batch took 20 ms: the estimate is right again and requests are admitted at once.
+  p->OnBatchCompleted(0, 1, milliseconds(20));
+  EXPECT_LT(p->SingleRequestEstimate(0), milliseconds(1000));
+  EXPECT_TRUE(p->Admit(RequestBuilder(5, 5100), At(5100)).accepted);
+}
+
 TEST(DeadlineTest, ExpiresWhileQueuedAndNeverAppearsInAPlan) {
   SchedulerConfig c = Config(Policy::kContinuous, 4, 0);
   c.default_batch_latency = milliseconds(10);
