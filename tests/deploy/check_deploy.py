@@ -46,9 +46,8 @@ import urllib.request
 import yaml
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from mogserve_testing import free_port, render_nginx_conf  # noqa: E402
+from mogserve_testing import FAILURES, check, free_port, render_nginx_conf  # noqa: E402
 
-FAILURES: list[str] = []
 
 
 RENDERED: dict[str, list] = {}  # overlay -> its rendered documents, for the type check
@@ -385,12 +384,6 @@ def check_manifest_types(root):
                            capture_output=True, text=True)
         check(r.returncode == 0, f"tsc --strict on the rendered manifests: {r.stdout.strip()[:2000]}")
 
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", file=sys.stderr)
-    return cond
 
 
 def main() -> int:

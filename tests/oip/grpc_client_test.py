@@ -22,7 +22,6 @@ import importlib
 import json
 import os
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -30,22 +29,14 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from mogserve_testing import FAILURES, check, free_port  # noqa: E402
+
 API_KEY = "grpc-test-key"
 MODEL = "faces"
 MAX_BODY = 4 << 20
-FAILURES: list[str] = []
 
 
-def check(cond: bool, what: str) -> None:
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", file=sys.stderr)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def generate_stubs(proto: str, out_dir: str):

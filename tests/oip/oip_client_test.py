@@ -19,26 +19,18 @@ import base64
 import http.client
 import json
 import os
-import socket
 import struct
 import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import mogserve_testing as testing  # noqa: E402
+from mogserve_testing import FAILURES, binary_infer_body, check, free_port  # noqa: E402
+
 API_KEY = "oip-test-key"
-FAILURES: list[str] = []
 
 
-def check(cond: bool, what: str) -> None:
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", file=sys.stderr)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Client:
@@ -108,30 +100,13 @@ def infer_json(photos, outputs=None, parameters=None, extra=None):
 
 def infer_binary(client, photos, path="/v2/models/faces/infer"):
     """tritonclient's layout: JSON header, then each BYTES element as <uint32 LE len><bytes>."""
-    raw = b"".join(struct.pack("<I", len(p)) + p for p in photos)
-    header = json.dumps({
-        "inputs": [{"name": "IMAGE", "datatype": "BYTES", "shape": [len(photos)],
-                    "parameters": {"binary_data_size": len(raw)}}],
-        "outputs": [{"name": n, "parameters": {"binary_data": True}}
-                    for n in ("BOXES", "SCORES", "COUNT", "IMAGE_SIZE")]}).encode()
-    status, hdrs, data = client.request(
-        "POST", path, header + raw,
-        {"Content-Type": "application/octet-stream",
-         "Inference-Header-Content-Length": str(len(header))})
-    return status, hdrs, data
+    body, headers = binary_infer_body(photos)
+    return client.request("POST", path, body, headers)
 
 
 def decode_binary_response(hdrs, data):
-    j = int(hdrs["inference-header-content-length"])
-    head = json.loads(data[:j])
-    offset, tensors = j, {}
-    for out in head["outputs"]:
-        size = out["parameters"]["binary_data_size"]
-        chunk = data[offset:offset + size]
-        offset += size
-        fmt = "<%d%s" % (size // 4, "f" if out["datatype"] == "FP32" else "i")
-        tensors[out["name"]] = (out["shape"], list(struct.unpack(fmt, chunk)))
-    check(offset == len(data), "binary response: the sizes add up to the body")
+    head, tensors, whole = testing.decode_binary_response(hdrs, data)
+    check(whole, "binary response: the sizes add up to the body")
     return head, tensors
 
 

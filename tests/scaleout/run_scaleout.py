@@ -41,21 +41,14 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from mogserve_testing import (binary_infer_body, decode_binary_response, free_port,  # noqa: E402
-                              render_nginx_conf, request, scrape, start_server)
+from mogserve_testing import (FAILURES, binary_infer_body, check, decode_binary_response,  # noqa: E402
+                              free_port, render_nginx_conf, request, scrape, start_server)
 
 CLIENTS = 16
 MIN_REQUESTS = 900
 LOAD_SECONDS = 150
 DRAIN_TIMEOUT = 20
-FAILURES: list[str] = []
 
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", file=sys.stderr, flush=True)
-    return cond
 
 
 def log(what):

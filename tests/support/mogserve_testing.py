@@ -13,9 +13,19 @@ import re
 import socket
 import struct
 import subprocess
+import sys
 import time
 
 OUTPUT_NAMES = ("BOXES", "SCORES", "COUNT", "IMAGE_SIZE")
+FAILURES: list[str] = []  # what check() found; a driver exits 1 when it is not empty
+
+
+def check(cond, what):
+    """Records (and prints) a failure unless COND holds; returns COND."""
+    if not cond:
+        FAILURES.append(what)
+        print(f"FAIL: {what}", file=sys.stderr, flush=True)
+    return cond
 
 
 def free_port() -> int:
