@@ -1,5 +1,7 @@
 #include "video/stream_registry.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cctype>
 
@@ -31,7 +33,11 @@ struct StreamRegistry::Stream {
 
 StreamRegistry::StreamRegistry(pipeline::Pipeline& pipeline, IngestOptions defaults,
                                int max_streams)
-    : pipeline_(pipeline), defaults_(std::move(defaults)), max_streams_(max_streams) {}
+    : pipeline_(pipeline), defaults_(std::move(defaults)), max_streams_(max_streams) {
+  // spdlog makes its registry on the first log call; make it here, before the streams' threads
+  // log at the same moment (that first construction is not ordered between them).
+  spdlog::default_logger_raw();
+}
 
 StreamRegistry::~StreamRegistry() {
   std::map<std::string, std::shared_ptr<Stream>> streams;
