@@ -31,6 +31,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from mogserve_testing import FAILURES, check, free_port  # noqa: E402
+from mogserve_testing import compare_outputs as compare  # noqa: E402
 
 API_KEY = "grpc-test-key"
 MODEL = "faces"
@@ -125,24 +126,6 @@ def tensors_of(response):
           "one raw_output_contents entry per output")
     return out
 
-
-def compare(tensors, references, label):
-    n = len(references)
-    count = tensors["COUNT"][1]
-    k = tensors["SCORES"][0][1]
-    check(tensors["BOXES"][0] == [n, k, 4], f"{label}: BOXES shape {tensors['BOXES'][0]}")
-    check(k == max(len(r[2]) for r in references), f"{label}: K is the most faces")
-    for i, (w, h, faces) in enumerate(references):
-        check(count[i] == len(faces), f"{label}: image {i}: {count[i]} faces, /v1 {len(faces)}")
-        check(tensors["IMAGE_SIZE"][1][2 * i:2 * i + 2] == [w, h], f"{label}: image {i} size")
-        for j, (box, score) in enumerate(faces):
-            got = tensors["BOXES"][1][(i * k + j) * 4:(i * k + j) * 4 + 4]
-            check(all(abs(a - b) <= 0.01 for a, b in zip(got, box)),
-                  f"{label}: image {i} face {j}: box {got} vs /v1 {box}")
-            s = tensors["SCORES"][1][i * k + j]
-            check(abs(s - score) <= 1e-4, f"{label}: image {i} face {j}: score {s} vs {score}")
-        for j in range(len(faces), k):
-            check(tensors["SCORES"][1][i * k + j] == 0, f"{label}: image {i} row {j} is padding")
 
 
 def iou(a, b):

@@ -101,6 +101,28 @@ def decode_binary_response(hdrs, data):
     return head, tensors, offset == len(data)
 
 
+def compare_outputs(tensors, references, label):
+    """OIP outputs {name: (shape, flat values)} against /v1's faces per image, references =
+    [(width, height, [(box, score), ...])]: shapes, counts, sizes, every box within 0.01 px and
+    score within 1e-4, padding rows zero. Failures through check()."""
+    n = len(references)
+    count = tensors["COUNT"][1]
+    k = tensors["SCORES"][0][1] if n else 0
+    check(tensors["BOXES"][0] == [n, k, 4], f"{label}: BOXES shape {tensors['BOXES'][0]}")
+    check(k == max((len(r[2]) for r in references), default=0), f"{label}: K is the most faces")
+    for i, (w, h, faces) in enumerate(references):
+        check(count[i] == len(faces), f"{label}: image {i}: {count[i]} faces, /v1 {len(faces)}")
+        check(tensors["IMAGE_SIZE"][1][2 * i:2 * i + 2] == [w, h], f"{label}: image {i} size")
+        for j, (box, score) in enumerate(faces):
+            got = tensors["BOXES"][1][(i * k + j) * 4:(i * k + j) * 4 + 4]
+            check(all(abs(a - b) <= 0.01 for a, b in zip(got, box)),
+                  f"{label}: image {i} face {j}: box {got} vs /v1 {box}")
+            s = tensors["SCORES"][1][i * k + j]
+            check(abs(s - score) <= 1e-4, f"{label}: image {i} face {j}: score {s} vs {score}")
+        for j in range(len(faces), k):  # padding rows are zero
+            check(tensors["SCORES"][1][i * k + j] == 0, f"{label}: image {i} row {j} is padding")
+
+
 def metric_values(text, name):
     """{labels text: value} of every sample of NAME in a Prometheus text exposition."""
     pattern = re.compile(r"^" + re.escape(name) + r"(\{[^}]*\})? (\S+)$", re.M)
