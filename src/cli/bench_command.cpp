@@ -182,9 +182,11 @@ CommandRunner RegisterBenchCommand(CLI::App& app) {
   CommandRunner pipeline = RegisterBenchPipelineCommand(app);
   CommandRunner serve = RegisterBenchServeCommand(app);
   CommandRunner report = RegisterBenchReportCommand(app);
-  return [flags, engine, pipeline, serve, report, &app] {
+  CommandRunner video = RegisterBenchVideoCommand(app);
+  return [flags, engine, pipeline, serve, report, video, &app] {
     if (engine->parsed()) return RunEngineBenchCommand(*flags);
     if (app.got_subcommand("report")) return report();
+    if (app.got_subcommand("video")) return video();
     return app.got_subcommand("pipeline") ? pipeline() : serve();
   };
 }

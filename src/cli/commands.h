@@ -30,6 +30,8 @@ CommandRunner RegisterProbeCommand(CLI::App& app);
 CommandRunner RegisterBenchServeCommand(CLI::App& bench);
 // `bench report`, added to the `bench` command by RegisterBenchCommand.
 CommandRunner RegisterBenchReportCommand(CLI::App& bench);
+// `bench video`, added to the `bench` command by RegisterBenchCommand.
+CommandRunner RegisterBenchVideoCommand(CLI::App& bench);
 
 // Exit codes shared by the commands.
 inline constexpr int kExitOk = 0;

@@ -40,6 +40,15 @@ StatusOr<video::StreamConfig> ParseStreamFlag(const std::string& spec) {
 
 }  // namespace
 
+video::IngestOptions StreamDefaults(const ServeFlags& flags) {
+  video::IngestOptions defaults;
+  defaults.source.timeouts = {Millis(flags.stream_open_timeout_s),
+                              Millis(flags.stream_io_timeout_s)};
+  defaults.no_frame_timeout = Millis(flags.stream_no_frame_timeout_s);
+  defaults.preview_max_side_px = 640;  // snapshots and MJPEG
+  return defaults;
+}
+
 Status ServeStreams::CheckFlags(const ServeFlags& flags) {
   for (const std::string& spec : flags.streams) {
     MOGSERVE_RETURN_IF_ERROR(ParseStreamFlag(spec).status());
@@ -50,14 +59,9 @@ Status ServeStreams::CheckFlags(const ServeFlags& flags) {
 StatusOr<std::unique_ptr<ServeStreams>> ServeStreams::Start(const ServeFlags& flags,
                                                             pipeline::Pipeline& pipeline,
                                                             server::HttpServer& http) {
-  video::IngestOptions defaults;
-  defaults.source.timeouts = {Millis(flags.stream_open_timeout_s),
-                              Millis(flags.stream_io_timeout_s)};
-  defaults.no_frame_timeout = Millis(flags.stream_no_frame_timeout_s);
-  defaults.preview_max_side_px = 640;  // snapshots and MJPEG
   std::unique_ptr<ServeStreams> out(new ServeStreams());
   out->registry_ =
-      std::make_unique<video::StreamRegistry>(pipeline, std::move(defaults), flags.max_streams);
+      std::make_unique<video::StreamRegistry>(pipeline, StreamDefaults(flags), flags.max_streams);
   out->events_ =
       std::make_unique<server::StreamEvents>(*out->registry_, flags.max_stream_subscribers);
   for (const std::string& spec : flags.streams) {

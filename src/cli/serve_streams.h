@@ -7,6 +7,10 @@
 
 #include "cli/serving_stack.h"
 
+#ifdef MOGSERVE_WITH_VIDEO
+#include "video/stream_ingest.h"
+#endif
+
 namespace mogserve::video {
 class StreamRegistry;
 }
@@ -15,6 +19,12 @@ class StreamEvents;
 }
 
 namespace mogserve::cli {
+
+#ifdef MOGSERVE_WITH_VIDEO
+// Every stream's options as `serve` sets them from its flags (timeouts, the no-frame watchdog,
+// previews for snapshots): shared with `bench video`, so it measures the server's streams.
+video::IngestOptions StreamDefaults(const ServeFlags& flags);
+#endif
 
 class ServeStreams {
  public:

@@ -19,17 +19,12 @@ extern "C" {
 #include <mutex>
 
 #include "common/clock.h"
+#include "video/av_error.h"
 
 namespace mogserve::video {
 namespace {
 
 using WallClock = std::chrono::system_clock;
-
-std::string AvErrorText(int rc) {
-  char text[AV_ERROR_MAX_STRING_SIZE] = {};
-  av_strerror(rc, text, sizeof(text));
-  return text;
-}
 
 // FFmpeg's own log lines (errors only: its warnings repeat for every damaged frame) go to the
 // server's log with any URL in them redacted, at most kLogLinesPerSecond per second in all, so a

@@ -1,0 +1,434 @@
+#include "bench/video_bench.h"
+
+#ifdef MOGSERVE_WITH_VIDEO
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "bench/pipeline_driver.h"
+#include "video/clip_publisher.h"
+#include "video/stream_registry.h"
+
+namespace mogserve::bench {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+constexpr double kWarmupFraction = 0.2;
+
+std::string StreamId(int i) { return "cam-" + std::to_string(i); }
+
+// A loopback port that was free a moment ago.
+StatusOr<int> FreePort(int type) {
+  const int fd = socket(AF_INET, type, 0);
+  if (fd < 0) return Internal("socket: " + std::string(std::strerror(errno)));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+                     getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
+  close(fd);
+  if (!bound) return Internal("no free loopback port: " + std::string(std::strerror(errno)));
+  return static_cast<int>(ntohs(address.sin_port));
+}
+
+// CPU seconds (user + system) of this process's threads named `prefix`*: the streams' readers.
+double ThreadsCpuSeconds(const std::string& prefix) {
+  namespace fs = std::filesystem;
+  static const double ticks_per_s = static_cast<double>(sysconf(_SC_CLK_TCK));
+  double total = 0;
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    if (!std::getline(comm, name) || name.rfind(prefix, 0) != 0) continue;
+    std::ifstream stat_file(task.path() / "stat");
+    std::string stat;
+    std::getline(stat_file, stat);
+    // Fields after the parenthesised name: state is field 3, utime 14, stime 15.
+    const size_t close_paren = stat.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close_paren + 2));
+    std::string field;
+    double utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+      if (i == 14) utime = std::stod(field);
+      if (i == 15) stime = std::stod(field);
+    }
+    total += (utime + stime) / ticks_per_s;
+  }
+  return total;
+}
+
+// Per stream: the detected frames of the measured window (by their sequence numbers), split by
+// the deadline, and their latencies.
+class WindowResults {
+ public:
+  WindowResults(int streams, double deadline_ms) : deadline_ms_(deadline_ms), by_stream_(streams) {}
+
+  void SetWindow(int stream, int64_t first_seq, int64_t end_seq) {
+    std::lock_guard<std::mutex> lock(mu_);
+    by_stream_[stream].first = first_seq;
+    by_stream_[stream].end = end_seq;
+  }
+  void Add(int stream, int64_t seq, double latency_ms) {
+    std::lock_guard<std::mutex> lock(mu_);
+    PerStream& s = by_stream_[stream];
+    if (seq < s.first || seq >= s.end) return;
+    ++(latency_ms <= deadline_ms_ ? s.in_time : s.late);
+    latencies_ms_.push_back(latency_ms);
+  }
+  struct PerStream {
+    int64_t first = INT64_MAX;  // nothing counts until the window opens
+    int64_t end = INT64_MAX;
+    int64_t in_time = 0;
+    int64_t late = 0;
+  };
+  PerStream Of(int stream) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return by_stream_[stream];
+  }
+  std::vector<double> latencies() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return latencies_ms_;
+  }
+
+ private:
+  const double deadline_ms_;
+  mutable std::mutex mu_;
+  std::vector<PerStream> by_stream_;
+  std::vector<double> latencies_ms_;
+};
+
+std::map<std::string, video::IngestCounters> CountersById(const video::StreamRegistry& registry) {
+  std::map<std::string, video::IngestCounters> out;
+  for (const video::StreamInfo& info : registry.List()) out[info.id] = info.counters;
+  return out;
+}
+
+void FillPipelineFigures(const pipeline::PipelineStats& a, const pipeline::PipelineStats& b,
+                         double window_s, VideoPoint* point) {
+  const int64_t batches = b.batches - a.batches;
+  point->mean_batch_size =
+      batches > 0 ? static_cast<double>(b.batched_requests - a.batched_requests) / batches : 0;
+  double busy = 0;
+  for (size_t i = 0; i < b.engine_busy_seconds.size() && i < a.engine_busy_seconds.size(); ++i) {
+    busy += b.engine_busy_seconds[i] - a.engine_busy_seconds[i];
+  }
+  const double instances = static_cast<double>(std::max<size_t>(1, b.engine_busy_seconds.size()));
+  point->busy_ratio = busy / (window_s * instances);
+}
+
+// Waits until `t`, or returns early with the first publisher error.
+std::string SleepWatching(Steady::time_point t,
+                          const std::vector<std::unique_ptr<video::ClipPublisher>>& publishers) {
+  while (Steady::now() < t) {
+    for (const auto& p : publishers) {
+      if (std::string e = p->error(); !e.empty()) return e;
+    }
+    std::this_thread::sleep_until(std::min(t, Steady::now() + std::chrono::milliseconds(100)));
+  }
+  return "";
+}
+
+}  // namespace
+
+StatusOr<VideoPoint> RunVideoPoint(pipeline::Pipeline& pipeline,
+                                   const video::IngestOptions& defaults,
+                                   const VideoBenchOptions& options, const std::string& scheduler,
+                                   int streams, double detect_fps) {
+  VideoPoint point;
+  point.scheduler = scheduler;
+  point.detect_fps = detect_fps;
+  point.streams = streams;
+  const bool tcp = options.transport == "tcp";
+  const int socket_type = tcp ? SOCK_STREAM : SOCK_DGRAM;
+  const auto frame_interval = std::chrono::microseconds(40'000);  // spread over one 25 fps frame
+
+  video::StreamRegistry registry(pipeline, defaults, streams);
+  WindowResults results(streams, options.deadline_ms);
+  registry.SetFrameListener([&results](const video::FrameResult& r) {
+    results.Add(std::stoi(r.stream.substr(4)), r.seq, r.latency_ms);
+  });
+  std::vector<std::unique_ptr<video::ClipPublisher>> publishers;
+  std::vector<std::string> urls;
+  for (int i = 0; i < streams; ++i) {
+    MOGSERVE_ASSIGN_OR_RETURN(const int port, FreePort(socket_type));
+    urls.push_back(std::string(tcp ? "tcp" : "udp") + "://127.0.0.1:" + std::to_string(port));
+  }
+  // TCP: the publishers listen first, then the streams connect. UDP: the streams bind first.
+  auto start_publishers = [&]() -> Status {
+    for (int i = 0; i < streams; ++i) {
+      video::PublisherOptions p;
+      p.clip = options.clip;
+      p.url = urls[i] + (tcp ? "" : "?pkt_size=1316");
+      p.listen = tcp;
+      p.phase = frame_interval * i / streams;
+      MOGSERVE_ASSIGN_OR_RETURN(auto publisher, video::ClipPublisher::Start(std::move(p)));
+      publishers.push_back(std::move(publisher));
+    }
+    return Status::Ok();
+  };
+  auto add_streams = [&]() -> Status {
+    for (int i = 0; i < streams; ++i) {
+      MOGSERVE_RETURN_IF_ERROR(registry.Add({StreamId(i), urls[i], detect_fps}));
+    }
+    return Status::Ok();
+  };
+  if (tcp) {
+    MOGSERVE_RETURN_IF_ERROR(start_publishers());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // their sockets listening
+    MOGSERVE_RETURN_IF_ERROR(add_streams());
+  } else {
+    MOGSERVE_RETURN_IF_ERROR(add_streams());
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // their sockets bound
+    MOGSERVE_RETURN_IF_ERROR(start_publishers());
+  }
+
+  // The point starts once every stream has decoded its first frame (connecting and probing a
+  // live source takes about a second), or after the open timeout.
+  const Steady::time_point opened_by = Steady::now() + defaults.source.timeouts.open;
+  while (Steady::now() < opened_by) {
+    const auto counters = CountersById(registry);
+    const bool all = std::all_of(counters.begin(), counters.end(),
+                                 [](const auto& c) { return c.second.decoded > 0; });
+    if (all && static_cast<int>(counters.size()) == streams) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const Steady::time_point start = Steady::now();
+  const auto span = std::chrono::duration_cast<Steady::duration>(
+      std::chrono::duration<double>(options.seconds));
+  const Steady::time_point warm =
+      start + std::chrono::duration_cast<Steady::duration>(span * kWarmupFraction);
+  if (std::string e = SleepWatching(warm, publishers); !e.empty()) return Internal(e);
+
+  // The window opens: every stream's next submission is its first counted frame.
+  std::vector<int64_t> sent0(streams);
+  for (int i = 0; i < streams; ++i) sent0[i] = publishers[i]->frames_sent();
+  const auto counters0 = CountersById(registry);
+  for (int i = 0; i < streams; ++i) {
+    const auto it = counters0.find(StreamId(i));
+    results.SetWindow(i, it == counters0.end() ? 0 : it->second.submitted, INT64_MAX);
+  }
+  const pipeline::PipelineStats stats0 = pipeline.Stats();
+  const double reader_cpu0 = ThreadsCpuSeconds("in-cam-");
+  const double process_cpu0 = CpuSeconds();
+  const Steady::time_point t0 = Steady::now();
+
+  if (std::string e = SleepWatching(start + span, publishers); !e.empty()) return Internal(e);
+
+  const auto counters1 = CountersById(registry);
+  std::vector<int64_t> sent1(streams);
+  for (int i = 0; i < streams; ++i) {
+    sent1[i] = publishers[i]->frames_sent();
+    const auto it = counters1.find(StreamId(i));
+    results.SetWindow(i, results.Of(i).first, it == counters1.end() ? 0 : it->second.submitted);
+  }
+  const pipeline::PipelineStats stats1 = pipeline.Stats();
+  const double reader_cpu1 = ThreadsCpuSeconds("in-cam-");
+  const double process_cpu1 = CpuSeconds();
+  const Steady::time_point t1 = Steady::now();
+  point.window_s = std::chrono::duration<double>(t1 - t0).count();
+
+  // The window's last frames end within their timeout (superseded, detected or expired).
+  std::this_thread::sleep_for(defaults.frame_timeout + std::chrono::milliseconds(500));
+  const auto counters2 = CountersById(registry);
+
+  int64_t detected = 0;
+  for (int i = 0; i < streams; ++i) {
+    const video::IngestCounters& a = counters0.count(StreamId(i)) ? counters0.at(StreamId(i))
+                                                                  : video::IngestCounters{};
+    const video::IngestCounters& b = counters1.at(StreamId(i));
+    const video::IngestCounters& c = counters2.at(StreamId(i));
+    const WindowResults::PerStream r = results.Of(i);
+    const int64_t sent = sent1[i] - sent0[i];
+    const int64_t decoded = b.decoded - a.decoded;
+    const int64_t submitted = b.submitted - a.submitted;
+    const int64_t not_detected = std::max<int64_t>(0, submitted - r.in_time - r.late);
+    // Expired or failed frames cannot be told apart by window afterwards: any in the window or
+    // the drain counts against the stream (conservative).
+    const int64_t expired =
+        std::min(not_detected, (c.expired + c.failed) - (a.expired + a.failed));
+    point.sent += sent;
+    point.decoded += decoded;
+    point.sampled_out += b.sampled_out - a.sampled_out;
+    point.submitted += submitted;
+    point.in_time += r.in_time;
+    point.late += r.late;
+    point.expired += expired;
+    point.superseded += not_detected - expired;
+    detected += r.in_time + r.late;
+    const bool decoded_enough =
+        static_cast<double>(decoded) >= options.required_decoded * static_cast<double>(sent);
+    const bool in_time_enough = static_cast<double>(r.in_time) >=
+                                options.required_in_time * static_cast<double>(submitted);
+    const bool none_lost = r.late == 0 && (c.expired + c.failed) == (a.expired + a.failed);
+    if (decoded_enough && in_time_enough && none_lost && submitted > 0) {
+      ++point.realtime_streams;
+    } else if (point.failure.empty()) {
+      char why[200];
+      std::snprintf(why, sizeof(why),
+                    "%s: decoded %lld/%lld sent, in time %lld/%lld submitted, late %lld, "
+                    "expired or failed %lld",
+                    StreamId(i).c_str(), static_cast<long long>(decoded),
+                    static_cast<long long>(sent), static_cast<long long>(r.in_time),
+                    static_cast<long long>(submitted), static_cast<long long>(r.late),
+                    static_cast<long long>((c.expired + c.failed) - (a.expired + a.failed)));
+      point.failure = why;
+    }
+  }
+  point.all_realtime = point.realtime_streams == streams;
+  point.latency = Summarize(results.latencies());
+  point.detected_per_s = static_cast<double>(detected) / point.window_s;
+  FillPipelineFigures(stats0, stats1, point.window_s, &point);
+  const int64_t decoded_frames = std::max<int64_t>(1, point.decoded);
+  point.decode_cpu_ms_per_frame = (reader_cpu1 - reader_cpu0) * 1e3 / decoded_frames;
+  point.decode_cores = (reader_cpu1 - reader_cpu0) / point.window_s;
+  point.process_cores = (process_cpu1 - process_cpu0) / point.window_s;
+  registry.SetFrameListener(nullptr);
+  return point;  // the registry stops the streams, then the publishers stop
+}
+
+StatusOr<VideoSearch> SearchMaxStreams(pipeline::Pipeline& pipeline,
+                                       const video::IngestOptions& defaults,
+                                       const VideoBenchOptions& options,
+                                       const std::string& scheduler, double detect_fps,
+                                       const std::function<void(const VideoPoint&)>& progress) {
+  VideoSearch search;
+  search.scheduler = scheduler;
+  search.detect_fps = detect_fps;
+  auto run = [&](int n) -> StatusOr<bool> {
+    MOGSERVE_ASSIGN_OR_RETURN(VideoPoint point,
+                              RunVideoPoint(pipeline, defaults, options, scheduler, n, detect_fps));
+    if (progress) progress(point);
+    search.points.push_back(point);
+    if (point.all_realtime) search.max_realtime_streams = std::max(search.max_realtime_streams, n);
+    return point.all_realtime;
+  };
+  // Doubling until a miss, then bisection between the last pass and the first miss.
+  int passed = 0;
+  int missed = 0;
+  for (int n = 1; n <= options.max_streams; n = std::min(n * 2, options.max_streams)) {
+    MOGSERVE_ASSIGN_OR_RETURN(const bool ok, run(n));
+    if (!ok) {
+      missed = n;
+      break;
+    }
+    passed = n;
+    if (n == options.max_streams) break;
+  }
+  while (missed > 0 && missed - passed > 1) {
+    const int n = (passed + missed) / 2;
+    MOGSERVE_ASSIGN_OR_RETURN(const bool ok, run(n));
+    (ok ? passed : missed) = n;
+  }
+  search.max_realtime_streams = passed;
+  return search;
+}
+
+std::string VideoBenchMarkdown(const VideoBenchReport& r) {
+  std::ostringstream out;
+  out << "## bench video: real-time camera streams\n\n"
+      << "- engine: " << r.engine << "\n- machine: " << r.machine << "\n- clip: " << r.clip
+      << "\n- " << r.settings << "\n\n"
+      << "| scheduler | detect fps | max real-time streams | detected/s | p50 ms | p99 ms | "
+         "mean batch | engine busy | decode ms/frame | decode cores | process cores |\n"
+      << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  char line[400];
+  for (const VideoSearch& s : r.searches) {
+    // The figures of the largest real-time point (of the first point when none passed).
+    const VideoPoint* shown = s.points.empty() ? nullptr : &s.points.front();
+    for (const VideoPoint& p : s.points) {
+      if (p.all_realtime && p.streams == s.max_realtime_streams) shown = &p;
+    }
+    if (shown == nullptr) continue;
+    std::snprintf(line, sizeof(line),
+                  "| %s | %s | **%d** | %.1f | %.0f | %.0f | %.2f | %.0f %% | %.2f | %.2f | %.2f |\n",
+                  s.scheduler.c_str(),
+                  s.detect_fps > 0 ? std::to_string(static_cast<int>(s.detect_fps)).c_str()
+                                   : "all (25)",
+                  s.max_realtime_streams, shown->detected_per_s, shown->latency.median_ms,
+                  shown->latency.p99_ms, shown->mean_batch_size, 100 * shown->busy_ratio,
+                  shown->decode_cpu_ms_per_frame, shown->decode_cores, shown->process_cores);
+    out << line;
+  }
+  out << "\nFigures are those of the largest real-time point (of N = 1 when none was).\n\n"
+      << "Points, in the order run:\n\n"
+      << "| scheduler | detect fps | N | real-time | sent | decoded | submitted | in time | late "
+         "| superseded | expired/failed | p99 ms | why missed |\n"
+      << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const VideoSearch& s : r.searches) {
+    for (const VideoPoint& p : s.points) {
+      std::snprintf(line, sizeof(line),
+                    "| %s | %g | %d | %d/%d | %lld | %lld | %lld | %lld | %lld | %lld | %lld | "
+                    "%.0f | %s |\n",
+                    p.scheduler.c_str(), p.detect_fps, p.streams, p.realtime_streams, p.streams,
+                    static_cast<long long>(p.sent), static_cast<long long>(p.decoded),
+                    static_cast<long long>(p.submitted), static_cast<long long>(p.in_time),
+                    static_cast<long long>(p.late), static_cast<long long>(p.superseded),
+                    static_cast<long long>(p.expired), p.latency.p99_ms, p.failure.c_str());
+      out << line;
+    }
+  }
+  return out.str();
+}
+
+std::string VideoBenchJson(const VideoBenchReport& r) {
+  nlohmann::json j;
+  j["machine"] = r.machine;
+  j["engine"] = r.engine;
+  j["clip"] = r.clip;
+  j["settings"] = r.settings;
+  nlohmann::json searches = nlohmann::json::array();
+  for (const VideoSearch& s : r.searches) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const VideoPoint& p : s.points) {
+      points.push_back({{"streams", p.streams},
+                        {"window_s", p.window_s},
+                        {"sent", p.sent},
+                        {"decoded", p.decoded},
+                        {"sampled_out", p.sampled_out},
+                        {"submitted", p.submitted},
+                        {"in_time", p.in_time},
+                        {"late", p.late},
+                        {"superseded", p.superseded},
+                        {"expired_or_failed", p.expired},
+                        {"realtime_streams", p.realtime_streams},
+                        {"all_realtime", p.all_realtime},
+                        {"detected_per_s", p.detected_per_s},
+                        {"p50_ms", p.latency.median_ms},
+                        {"p95_ms", p.latency.p95_ms},
+                        {"p99_ms", p.latency.p99_ms},
+                        {"mean_batch_size", p.mean_batch_size},
+                        {"busy_ratio", p.busy_ratio},
+                        {"decode_cpu_ms_per_frame", p.decode_cpu_ms_per_frame},
+                        {"decode_cores", p.decode_cores},
+                        {"process_cores", p.process_cores},
+                        {"failure", p.failure}});
+    }
+    searches.push_back({{"scheduler", s.scheduler},
+                        {"detect_fps", s.detect_fps},
+                        {"max_realtime_streams", s.max_realtime_streams},
+                        {"points", points}});
+  }
+  j["searches"] = searches;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace mogserve::bench
+
+#endif  // MOGSERVE_WITH_VIDEO
