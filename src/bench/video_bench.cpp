@@ -29,7 +29,9 @@ namespace {
 using Steady = std::chrono::steady_clock;
 constexpr double kWarmupFraction = 0.2;
 
-std::string StreamId(int i) { return "cam-" + std::to_string(i); }
+std::string StreamId(int i) {
+  return "cam-" + std::to_string(i);
+}
 
 // A loopback port that was free a moment ago.
 StatusOr<int> FreePort(int type) {
@@ -210,8 +212,8 @@ StatusOr<VideoPoint> RunVideoPoint(pipeline::Pipeline& pipeline,
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const Steady::time_point start = Steady::now();
-  const auto span = std::chrono::duration_cast<Steady::duration>(
-      std::chrono::duration<double>(options.seconds));
+  const auto span =
+      std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(options.seconds));
   const Steady::time_point warm =
       start + std::chrono::duration_cast<Steady::duration>(span * kWarmupFraction);
   if (std::string e = SleepWatching(warm, publishers); !e.empty()) return Internal(e);
@@ -250,8 +252,8 @@ StatusOr<VideoPoint> RunVideoPoint(pipeline::Pipeline& pipeline,
 
   int64_t detected = 0;
   for (int i = 0; i < streams; ++i) {
-    const video::IngestCounters& a = counters0.count(StreamId(i)) ? counters0.at(StreamId(i))
-                                                                  : video::IngestCounters{};
+    const video::IngestCounters& a =
+        counters0.count(StreamId(i)) ? counters0.at(StreamId(i)) : video::IngestCounters{};
     const video::IngestCounters& b = counters1.at(StreamId(i));
     const video::IngestCounters& c = counters2.at(StreamId(i));
     const WindowResults::PerStream r = results.Of(i);
@@ -261,8 +263,7 @@ StatusOr<VideoPoint> RunVideoPoint(pipeline::Pipeline& pipeline,
     const int64_t not_detected = std::max<int64_t>(0, submitted - r.in_time - r.late);
     // Expired or failed frames cannot be told apart by window afterwards: any in the window or
     // the drain counts against the stream (conservative).
-    const int64_t expired =
-        std::min(not_detected, (c.expired + c.failed) - (a.expired + a.failed));
+    const int64_t expired = std::min(not_detected, (c.expired + c.failed) - (a.expired + a.failed));
     point.sent += sent;
     point.decoded += decoded;
     point.sampled_out += b.sampled_out - a.sampled_out;
@@ -274,8 +275,8 @@ StatusOr<VideoPoint> RunVideoPoint(pipeline::Pipeline& pipeline,
     detected += r.in_time + r.late;
     const bool decoded_enough =
         static_cast<double>(decoded) >= options.required_decoded * static_cast<double>(sent);
-    const bool in_time_enough = static_cast<double>(r.in_time) >=
-                                options.required_in_time * static_cast<double>(submitted);
+    const bool in_time_enough =
+        static_cast<double>(r.in_time) >= options.required_in_time * static_cast<double>(submitted);
     const bool none_lost = r.late == 0 && (c.expired + c.failed) == (a.expired + a.failed);
     if (decoded_enough && in_time_enough && none_lost && submitted > 0) {
       ++point.realtime_streams;
@@ -356,14 +357,14 @@ std::string VideoBenchMarkdown(const VideoBenchReport& r) {
       if (p.all_realtime && p.streams == s.max_realtime_streams) shown = &p;
     }
     if (shown == nullptr) continue;
-    std::snprintf(line, sizeof(line),
-                  "| %s | %s | **%d** | %.1f | %.0f | %.0f | %.2f | %.0f %% | %.2f | %.2f | %.2f |\n",
-                  s.scheduler.c_str(),
-                  s.detect_fps > 0 ? std::to_string(static_cast<int>(s.detect_fps)).c_str()
-                                   : "all (25)",
-                  s.max_realtime_streams, shown->detected_per_s, shown->latency.median_ms,
-                  shown->latency.p99_ms, shown->mean_batch_size, 100 * shown->busy_ratio,
-                  shown->decode_cpu_ms_per_frame, shown->decode_cores, shown->process_cores);
+    std::snprintf(
+        line, sizeof(line),
+        "| %s | %s | **%d** | %.1f | %.0f | %.0f | %.2f | %.0f %% | %.2f | %.2f | %.2f |\n",
+        s.scheduler.c_str(),
+        s.detect_fps > 0 ? std::to_string(static_cast<int>(s.detect_fps)).c_str() : "all (25)",
+        s.max_realtime_streams, shown->detected_per_s, shown->latency.median_ms,
+        shown->latency.p99_ms, shown->mean_batch_size, 100 * shown->busy_ratio,
+        shown->decode_cpu_ms_per_frame, shown->decode_cores, shown->process_cores);
     out << line;
   }
   out << "\nFigures are those of the largest real-time point (of N = 1 when none was).\n\n"

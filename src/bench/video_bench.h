@@ -49,13 +49,13 @@ struct VideoPoint {
   int64_t in_time = 0;  // detected within the deadline
   int64_t late = 0;     // detected after it
   int64_t superseded = 0;
-  int64_t expired = 0;  // or failed
+  int64_t expired = 0;   // or failed
   LatencyStats latency;  // arrival → result, detected frames
   int realtime_streams = 0;
   bool all_realtime = false;
   double detected_per_s = 0;
   double mean_batch_size = 0;
-  double busy_ratio = 0;              // engine time in forward passes / wall time
+  double busy_ratio = 0;               // engine time in forward passes / wall time
   double decode_cpu_ms_per_frame = 0;  // reader threads' CPU time per decoded frame
   double decode_cores = 0;             // reader threads' CPU time / wall time
   double process_cores = 0;            // the whole process's CPU time / wall time

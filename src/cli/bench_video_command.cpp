@@ -108,8 +108,7 @@ int Run(const BenchVideoFlags& f) {
     report.engine = serving->model.info.Describe();
     for (double fps : f.detect_fps) {
       auto search = bench::SearchMaxStreams(
-          *serving->pipeline, defaults, f.options, scheduler, fps,
-          [](const bench::VideoPoint& p) {
+          *serving->pipeline, defaults, f.options, scheduler, fps, [](const bench::VideoPoint& p) {
             std::fprintf(stderr,
                          "%s detect-fps %g, %d streams: %s (%d/%d real-time, %.1f detected/s, "
                          "p99 %.0f ms, decode %.2f ms/frame)%s%s\n",

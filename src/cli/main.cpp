@@ -29,8 +29,8 @@ int main(int argc, char** argv) {
       mogserve::cli::RegisterDetectVideoCommand);
   add("bench",
       "Benchmarks: engine (forward passes vs the machine's peak), pipeline (scheduler policies "
-      "under load, in-process), serve (HTTP vs in-process), report (the deployment guide's "
-      "tables and plots, measured)",
+      "under load, in-process), serve (HTTP vs in-process), video (live camera streams in real "
+      "time), report (the deployment guide's tables and plots, measured)",
       mogserve::cli::RegisterBenchCommand);
   add("eval", "Accuracy: WIDER FACE AP (official protocol), FP32 vs BF16/FP16",
       mogserve::cli::RegisterEvalCommand);

@@ -59,8 +59,9 @@ StatusOr<ClipInfo> ClipPublisher::Probe(const std::string& clip) {
   info.width = stream.codecpar->width;
   info.height = stream.codecpar->height;
   info.fps = FramesPerSecond(stream);
-  info.seconds = stream.duration > 0 ? static_cast<double>(stream.duration) * av_q2d(stream.time_base)
-                                     : static_cast<double>(input->duration) / AV_TIME_BASE;
+  info.seconds = stream.duration > 0
+                     ? static_cast<double>(stream.duration) * av_q2d(stream.time_base)
+                     : static_cast<double>(input->duration) / AV_TIME_BASE;
   info.bit_rate = stream.codecpar->bit_rate > 0 ? stream.codecpar->bit_rate : input->bit_rate;
   return info;
 }
@@ -77,7 +78,9 @@ StatusOr<std::unique_ptr<ClipPublisher>> ClipPublisher::Start(PublisherOptions o
 ClipPublisher::ClipPublisher(PublisherOptions options, std::unique_ptr<Input> input)
     : options_(std::move(options)), input_(std::move(input)) {}
 
-ClipPublisher::~ClipPublisher() { Stop(); }
+ClipPublisher::~ClipPublisher() {
+  Stop();
+}
 
 void ClipPublisher::Stop() {
   stop_ = true;
@@ -138,8 +141,8 @@ std::string ClipPublisher::Publish() {
 
   // Pacing: a frame goes out when its decode time (since the clip's first) has passed.
   const Steady::time_point start = Steady::now() + options_.phase;
-  const int64_t frame_ticks = av_rescale_q(1, av_inv_q(av_d2q(FramesPerSecond(in_stream), 1000)),
-                                           in_base);
+  const int64_t frame_ticks =
+      av_rescale_q(1, av_inv_q(av_d2q(FramesPerSecond(in_stream), 1000)), in_base);
   int64_t first = AV_NOPTS_VALUE;
   int64_t loop_ticks = 0;  // the clip's length, known after the first pass
   int64_t end_ticks = 0;   // of the packets read in this pass, relative to `first`
@@ -151,9 +154,8 @@ std::string ClipPublisher::Publish() {
       if (end_ticks <= 0) return "clip " + options_.clip + " holds no video packets";
       if (loop_ticks == 0) loop_ticks = end_ticks;
       offset += loop_ticks;
-      if (int s = av_seek_frame(in, input_->stream, in_stream.start_time == AV_NOPTS_VALUE
-                                                        ? 0
-                                                        : in_stream.start_time,
+      if (int s = av_seek_frame(in, input_->stream,
+                                in_stream.start_time == AV_NOPTS_VALUE ? 0 : in_stream.start_time,
                                 AVSEEK_FLAG_BACKWARD);
           s < 0) {
         return "clip " + options_.clip + ": rewinding: " + AvErrorText(s);

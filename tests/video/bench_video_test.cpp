@@ -42,8 +42,8 @@ TEST(BenchVideo, CountsEveryFrameOnceAndFindsTheLargestRealTimeN) {
   for (const nlohmann::json& p : points) {
     SCOPED_TRACE(p.dump());
     const int streams = p.at("streams").get<int>();
-    const int64_t sent = p.at("sent"), decoded = p.at("decoded"),
-                  sampled_out = p.at("sampled_out"), submitted = p.at("submitted");
+    const int64_t sent = p.at("sent"), decoded = p.at("decoded"), sampled_out = p.at("sampled_out"),
+                  submitted = p.at("submitted");
     // 3.2 s measured at 25 fps per camera.
     EXPECT_GT(sent, streams * 60);
     EXPECT_LE(decoded, sent + 3 * streams);

@@ -75,8 +75,7 @@ TEST(ClipPublisher, LoopsTheClipAtItsFrameRateOverTcp) {
     if (n == 0) first_arrival = frame.arrival;
     ASSERT_NEAR(frame.pts_s, n / 25.0, 1e-3) << "frame " << n;
   }
-  const double took_s =
-      std::chrono::duration<double>(frame.arrival - first_arrival).count();
+  const double took_s = std::chrono::duration<double>(frame.arrival - first_arrival).count();
   EXPECT_GT(took_s, 1.6) << "49 frame intervals at 25 fps take 1.96 s";
   EXPECT_LT(took_s, 3.0);
   EXPECT_GE((*publisher)->frames_sent(), 50);
