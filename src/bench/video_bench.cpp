@@ -161,12 +161,14 @@ StatusOr<VideoPoint> RunVideoPoint(pipeline::Pipeline& pipeline,
   const int socket_type = tcp ? SOCK_STREAM : SOCK_DGRAM;
   const auto frame_interval = std::chrono::microseconds(40'000);  // spread over one 25 fps frame
 
-  video::StreamRegistry registry(pipeline, defaults, streams);
+  // Declared in this order so that the streams stop (the registry) before their cameras do: a
+  // camera going away first would read as a lost source and start a reconnect.
+  std::vector<std::unique_ptr<video::ClipPublisher>> publishers;
   WindowResults results(streams, options.deadline_ms);
+  video::StreamRegistry registry(pipeline, defaults, streams);
   registry.SetFrameListener([&results](const video::FrameResult& r) {
     results.Add(std::stoi(r.stream.substr(4)), r.seq, r.latency_ms);
   });
-  std::vector<std::unique_ptr<video::ClipPublisher>> publishers;
   std::vector<std::string> urls;
   for (int i = 0; i < streams; ++i) {
     MOGSERVE_ASSIGN_OR_RETURN(const int port, FreePort(socket_type));
