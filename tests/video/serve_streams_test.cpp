@@ -16,6 +16,7 @@
 #include "clips.h"
 #include "image/decode.h"
 #include "loopback.h"
+#include "rtsp_server.h"
 #include "serve_support.h"
 
 namespace mogserve::e2e {
@@ -332,6 +333,74 @@ TEST(ServeStreams, ALostSourceReconnectsWhileAnotherStreamRunsOn) {
   EXPECT_NE((stopped.out + stopped.err).find("stream a: "), std::string::npos);
   a.Kill();
   b.Kill();
+}
+
+// specs/video_streams.md §7: a real RTSP server (GstRtspServer) killed 3 s into its clip: the
+// stream sees the end of its session at once and retries; the server started again, the stream
+// runs again after one reconnect. A second stream from another source runs on meanwhile.
+TEST(ServeStreams, AKilledRtspServerIsReconnectedWhileAnotherStreamRunsOn) {
+  const int rtsp_port = video::testing::ClosedTcpPort();
+  int other_port = video::testing::ClosedTcpPort();
+  while (other_port == rtsp_port) other_port = video::testing::ClosedTcpPort();
+  video::testing::RtspServer rtsp(ClipPath("clip.mp4"), rtsp_port);
+  MOGSERVE_START_RTSP_SERVER(rtsp);
+  LoopingPublisher other(other_port);
+  ASSERT_TRUE(other.Start());
+  ServeProcess server;
+  ASSERT_TRUE(server.Start({}));
+  ASSERT_TRUE(server.WaitReady()) << server.Log();
+  auto client = server.NewClient();
+  ASSERT_EQ(Post(*client, {{"id", "cam"}, {"url", rtsp.url()}, {"detect_fps", 2}})->status, 201);
+  ASSERT_EQ(Post(*client, {{"id", "other"}, {"url", other.url()}, {"detect_fps", 2}})->status, 201);
+  // 3 s into the clip (the RTSP server plays it from its start to each new client).
+  const nlohmann::json playing = WaitForStream(*client, "cam", [](const nlohmann::json& s) {
+    return s["state"] == "running" && Frames(s, "decoded") >= 75;
+  });
+  EXPECT_EQ(playing["codec"], "h264");
+  EXPECT_GT(Frames(playing, "detected"), 0);
+  const nlohmann::json other_before = WaitForStream(
+      *client, "other", [](const nlohmann::json& s) { return Frames(s, "detected") >= 3; });
+
+  rtsp.Kill();
+  const auto killed = std::chrono::steady_clock::now();
+  const nlohmann::json lost = WaitForStream(
+      *client, "cam", [](const nlohmann::json& s) { return s["state"] == "reconnecting"; });
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, std::chrono::seconds(1)) << lost;
+  EXPECT_TRUE(lost.contains("last_error")) << lost;
+  std::this_thread::sleep_for(milliseconds(1500));  // retried meanwhile: refused
+  auto got = client->Get("/v1/streams/cam");
+  ASSERT_TRUE(got);
+  const nlohmann::json down = nlohmann::json::parse(got->body);
+  EXPECT_EQ(down["state"], "reconnecting") << down;
+  EXPECT_EQ(down["last_error"]["code"], "unreachable") << down;
+
+  MOGSERVE_START_RTSP_SERVER(rtsp);
+  const int64_t detected_down = Frames(down, "detected");
+  const nlohmann::json back = WaitForStream(*client, "cam", [&](const nlohmann::json& s) {
+    return s["state"] == "running" && Frames(s, "detected") >= detected_down + 3;
+  });
+  EXPECT_EQ(back["reconnects"], 1) << back;
+  const double outage_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  const nlohmann::json other_after =
+      WaitForStream(*client, "other", [](const nlohmann::json&) { return true; });
+
+  // The other stream was never interrupted: its frames kept going to the engine at 2 fps.
+  EXPECT_EQ(other_after["state"], "running");
+  EXPECT_EQ(other_after["reconnects"], 0);
+  EXPECT_FALSE(other_after.contains("last_error")) << other_after;
+  const double rate =
+      static_cast<double>(Frames(other_after, "submitted") - Frames(other_before, "submitted")) /
+      outage_s;
+  EXPECT_GT(rate, 2 * 0.75) << "other submitted " << rate << " fps while cam was down";
+  EXPECT_LT(rate, 2 * 1.25);
+  EXPECT_GT(Frames(other_after, "detected"), Frames(other_before, "detected"));
+  for (const nlohmann::json& s : {back, other_after}) ExpectIdentities(s);
+
+  const ProcessResult stopped = server.Stop();
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.Describe();
+  rtsp.Kill();
+  other.Kill();
 }
 
 // Reads a streamed answer until `enough` holds for what arrived (or 60 s pass); what arrived.
