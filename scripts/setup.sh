@@ -37,6 +37,7 @@ DEBIAN_PACKAGES=(
   python3-grpcio python3-protobuf  # tests/oip/grpc_client_test.py's client
   libavformat-dev libavcodec-dev libswscale-dev libavutil-dev  # video ingestion (src/video/)
   ffmpeg  # the CLI: tests/video/make_clip.sh encodes the test clips and serves loopback streams
+  python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad  # tests/video/rtsp_server.py (h264parse is in -bad)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev  # libFuzzer for the request/image parsing fuzz target
   python3-torch  # the independent MogFace reference (tests/reference) and tools/*.py
@@ -52,7 +53,8 @@ DEBIAN_PACKAGES=(
 # builds with -DMOGSERVE_BUILD_TESTS=OFF).
 TEST_ONLY_PACKAGES=" libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev python3-torch
   python3-opencv chromium gnuplot-nox python3-yaml python3-grpcio python3-protobuf
-  nginx yamllint prometheus "
+  nginx yamllint prometheus python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good
+  gstreamer1.0-plugins-bad "
 TEST_ONLY_PACKAGES="${TEST_ONLY_PACKAGES//$'\n'/ }"  # one line: " name " matches at line ends too
 TEST_ONLY_NPM=" playwright-core "
 BUILD_ONLY=0

@@ -1,6 +1,7 @@
 // The server's video streams: a video::StreamRegistry on the serving pipeline, holding the
-// streams of --stream ID=URL, handed to the HTTP server for /v1/streams. Without video support
-// (MOGSERVE_WITH_VIDEO off) --stream is refused and /v1/streams answers 404.
+// streams of --stream ID=URL and --streams-file, handed to the HTTP server for /v1/streams.
+// Without video support (MOGSERVE_WITH_VIDEO off) both flags are refused and /v1/streams
+// answers 404.
 #pragma once
 
 #include <memory>
@@ -28,8 +29,9 @@ video::IngestOptions StreamDefaults(const ServeFlags& flags);
 
 class ServeStreams {
  public:
-  // Checks --stream's ID=URL values before the model loads (a typo should not wait for the
-  // warm-up): InvalidArgument naming the flag.
+  // Checks --stream's ID=URL values and --streams-file's streams before the model loads (a typo
+  // should not wait for the warm-up): InvalidArgument naming the flag (and the file's entry and
+  // field).
   static Status CheckFlags(const ServeFlags& flags);
   // Starts --stream's streams and serves /v1/streams from them. InvalidArgument naming the
   // flag for a malformed ID=URL, a bad id or URL scheme, or --stream without video support.

@@ -155,6 +155,9 @@ void AddServeFlags(CLI::App& app, ServeFlags& f) {
       ->check(CLI::Range(0.0, 1.0));
   Flag(app, "--stream", f.streams,
        "A video stream ID=URL to detect in (repeatable; more at run time: POST /v1/streams)");
+  Flag(app, "--streams-file", f.streams_file,
+       "A JSON file of video streams to start with: an array of objects as POST /v1/streams "
+       "takes them ({\"id\", \"url\", \"detect_fps\"?})");
   Flag(app, "--max-streams", f.max_streams, "Most video streams at once")
       ->check(CLI::Range(1, 1024));
   Flag(app, "--stream-open-timeout", f.stream_open_timeout_s,

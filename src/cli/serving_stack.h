@@ -61,6 +61,7 @@ struct ServeFlags {
   std::vector<int> plan_batch_sizes = {1, 2, 4, 8, 16};
   // Video streams (/v1/streams): ID=URL each, started once the server is ready.
   std::vector<std::string> streams;
+  std::string streams_file;  // a JSON array of streams as POST /v1/streams takes them
   int max_streams = 32;
   double stream_open_timeout_s = 10;
   double stream_io_timeout_s = 5;

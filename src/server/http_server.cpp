@@ -55,8 +55,9 @@ enum class Route {
   kModels,
   kStats,
   kEvents,
-  kStreams,  // /v1/streams
-  kStream,   // /v1/streams/{id}
+  kStreams,           // /v1/streams
+  kStreamsWebSocket,  // /v1/streams/ws
+  kStream,            // /v1/streams/{id}
   kWebUi,
   // The Open Inference Protocol (oip.h): /v2, /v2/health/{live,ready},
   // /v2/models/{name}[/versions/1][/ready|/infer].
@@ -78,6 +79,7 @@ constexpr RouteEntry kRoutes[] = {
     {"/metrics", Route::kMetrics, "GET"},         {"/v1/models", Route::kModels, "GET"},
     {"/v1/stats", Route::kStats, "GET"},          {"/v1/events", Route::kEvents, "GET"},
     {"/v1/streams", Route::kStreams, "GET,POST"}, {"/", Route::kWebUi, "GET"},
+    {"/v1/streams/ws", Route::kStreamsWebSocket, "GET"},
 };
 
 // The /v2 routes; their `path` is the metrics label (the model name stays out of labels).
@@ -412,11 +414,24 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
       return r;
     }
   }
-  if ((route->route == Route::kStreams || route->route == Route::kStream) &&
-      streams_.load() == nullptr) {
+  const bool streams_route = route->route == Route::kStreams || route->route == Route::kStream ||
+                             route->route == Route::kStreamsWebSocket;
+  if (streams_route && streams_.load() == nullptr) {
     return http::JsonError(404, "not_found",
                            "this server has no video streams (" + head.path +
                                "): mogserve serve was built without video");
+  }
+  if (route->route == Route::kStreamsWebSocket) {
+    // The cap shared with the streamed watchers, checked before the upgrade (and again as the
+    // socket subscribes: another may have come meanwhile).
+    StreamEvents* events = stream_events_.load();
+    if (events == nullptr || events->full()) {
+      HttpResponse r = http::JsonError(503, "too_many_subscribers",
+                                       "the streams have their most watchers already "
+                                       "(--max-stream-subscribers)");
+      r.SetHeader("Retry-After", "5");
+      return r;
+    }
   }
   if (route->route == Route::kDetectWebSocket) {
     if (!ready()) return NotReady();
@@ -456,7 +471,8 @@ void HttpServer::Handle(HttpRequest request, http::Responder respond) {
   switch (FindRoute(request.path)->route) {
     case Route::kDetect:
       return Detect(std::move(request), respond);
-    case Route::kDetectWebSocket: {  // a plain GET: the upgrade is missing
+    case Route::kDetectWebSocket:
+    case Route::kStreamsWebSocket: {  // a plain GET: the upgrade is missing
       HttpResponse r = http::JsonError(
           426, "upgrade_required",
           request.path + " is a WebSocket: send Connection: Upgrade and Upgrade: websocket");
@@ -517,6 +533,9 @@ void HttpServer::SetStreams(video::StreamRegistry* streams, StreamEvents* events
 
 std::unique_ptr<http::WebSocketHandler> HttpServer::AcceptWebSocket(
     const HttpRequest& head, std::shared_ptr<http::WebSocketPeer> peer) {
+  if (FindRoute(head.path)->route == Route::kStreamsWebSocket) {
+    return AcceptStreamWebSocket(stream_events_.load(), head, std::move(peer));
+  }
   pipeline::Pipeline* pipeline = pipeline_.load();
   if (pipeline == nullptr || FindRoute(head.path)->route != Route::kDetectWebSocket) return nullptr;
   auto query = std::get<WebSocketQuery>(ParseWebSocketQuery(head.query));  // Screen checked it

@@ -23,6 +23,18 @@ std::string SseEvent(const char* event, const nlohmann::json& data) {
   return std::string("event: ") + event + "\ndata: " + ToJsonLine(data) + "\n\n";
 }
 
+// The WebSocket message of an event: {"event","data"}; `data_json` is serialised already.
+std::string WebSocketEvent(const char* event, const std::string& data_json) {
+  return std::string("{\"event\":\"") + event + "\",\"data\":" + data_json + "}";
+}
+
+// The WebSocket's messages go nowhere but to its subscriber: what the client sends is ignored.
+class StreamWebSocket final : public http::WebSocketHandler {
+ public:
+  bool OnMessage(std::string, bool) override { return true; }
+  void OnClose() override {}  // the events' tick lets the subscriber go (peer no longer open)
+};
+
 nlohmann::json StateJson(const video::StreamInfo& s) {
   nlohmann::json j = {{"stream", s.id}, {"state", video::StreamStateName(s.state)}};
   const std::optional<video::VideoError>& e = s.error ? s.error : s.status.last_error;
@@ -56,6 +68,18 @@ bool StreamEvents::Subscriber::Watches(const std::string& id) const {
   return watch.ids.empty() || std::find(watch.ids.begin(), watch.ids.end(), id) != watch.ids.end();
 }
 
+bool StreamEvents::Subscriber::open() const {
+  return stream ? stream->open() : peer->open();
+}
+
+void StreamEvents::Subscriber::End() {
+  if (stream) {
+    stream->End();
+  } else {
+    peer->Close();
+  }
+}
+
 StreamEvents::StreamEvents(video::StreamRegistry& registry, int max_subscribers)
     : registry_(registry), max_subscribers_(max_subscribers) {
   registry_.SetFrameListener([this](const video::FrameResult& r) { OnFrame(r); });
@@ -77,7 +101,7 @@ void StreamEvents::Stop() {
     cv_.notify_all();
   }
   registry_.SetFrameListener(nullptr);
-  for (Subscriber& s : ending) s.stream->End();
+  for (Subscriber& s : ending) s.End();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -109,8 +133,29 @@ bool StreamEvents::Subscribe(std::shared_ptr<http::ResponseStream> stream, Watch
     return false;
   }
   if (!hello.empty()) stream->Write(std::move(hello));
-  subscribers_.push_back({std::move(stream), std::move(watch)});
+  Subscriber s;
+  s.stream = std::move(stream);
+  s.watch = std::move(watch);
+  subscribers_.push_back(std::move(s));
   return true;
+}
+
+std::unique_ptr<http::WebSocketHandler> StreamEvents::SubscribeWebSocket(
+    std::shared_ptr<http::WebSocketPeer> peer, std::vector<std::string> ids) {
+  Subscriber s;
+  s.peer = std::move(peer);
+  s.watch.format = Format::kWebSocket;
+  s.watch.ids = std::move(ids);
+  // It starts with the state of each stream it watches, as an SSE watcher.
+  std::vector<std::string> hello;
+  for (const video::StreamInfo& info : registry_.List()) {
+    if (s.Watches(info.id)) hello.push_back(WebSocketEvent("state", ToJsonLine(StateJson(info))));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stop_ || static_cast<int>(subscribers_.size()) >= max_subscribers_) return nullptr;
+  for (std::string& message : hello) s.peer->Send(std::move(message));
+  subscribers_.push_back(std::move(s));
+  return std::make_unique<StreamWebSocket>();
 }
 
 void StreamEvents::Broadcast(const std::string& stream_id, Format format,
@@ -120,13 +165,43 @@ void StreamEvents::Broadcast(const std::string& stream_id, Format format,
   }
 }
 
+void StreamEvents::BroadcastEvent(const std::string& stream_id, const char* event,
+                                  const nlohmann::json& data) {
+  Broadcast(stream_id, Format::kSse, SseEvent(event, data));
+  std::string message;
+  for (Subscriber& s : subscribers_) {
+    if (s.watch.format != Format::kWebSocket || !s.Watches(stream_id)) continue;
+    if (message.empty()) message = WebSocketEvent(event, ToJsonLine(data));
+    s.peer->Send(message);
+  }
+}
+
+void StreamEvents::FlushHeld(Subscriber& s) {
+  for (auto& [id, held] : s.held) {
+    if (held.line.empty()) continue;
+    if (s.peer->unsent() >= kWebSocketFrameWindow) return;
+    s.peer->Send("{\"event\":\"frame\",\"dropped\":" + std::to_string(held.dropped) +
+                 ",\"data\":" + held.line + "}");
+    held.line.clear();
+    held.dropped = 0;
+  }
+}
+
 void StreamEvents::OnFrame(const video::FrameResult& r) {
   const auto now = Clock::now();
   std::lock_guard<std::mutex> lock(mu_);
   if (stop_ || subscribers_.empty()) return;
   const nlohmann::json line = FrameResultJson(r);
+  const std::string line_text = ToJsonLine(line);
   Broadcast(r.stream, Format::kSse, SseEvent("frame", line));
-  Broadcast(r.stream, Format::kNdjson, ToJsonLine(line) + "\n");
+  Broadcast(r.stream, Format::kNdjson, line_text + "\n");
+  for (Subscriber& s : subscribers_) {  // latest-only: a held frame event is superseded
+    if (s.watch.format != Format::kWebSocket || !s.Watches(r.stream)) continue;
+    HeldFrame& held = s.held[r.stream];
+    if (!held.line.empty()) ++held.dropped;
+    held.line = line_text;
+    FlushHeld(s);
+  }
 
   FaceTrend& trend = faces_[r.stream];
   const int faces = static_cast<int>(r.result.result.faces.size());
@@ -137,8 +212,7 @@ void StreamEvents::OnFrame(const video::FrameResult& r) {
                         : faces == 0                     ? "faces_absent"
                                                          : "faces_changed";
     trend.reported = faces;
-    Broadcast(r.stream, Format::kSse,
-              SseEvent("faces", {{"stream", r.stream}, {"event", event}, {"faces", faces}}));
+    BroadcastEvent(r.stream, "faces", {{"stream", r.stream}, {"event", event}, {"faces", faces}});
   }
 
   // MJPEG: one picture per frame and box setting, encoded only for the watchers it is due to.
@@ -169,7 +243,7 @@ void StreamEvents::Loop() {
     // Watchers that left; then the streams' states, read without the lock (List takes the
     // streams' locks, under which frames arrive here).
     subscribers_.erase(std::remove_if(subscribers_.begin(), subscribers_.end(),
-                                      [](const Subscriber& s) { return !s.stream->open(); }),
+                                      [](const Subscriber& s) { return !s.open(); }),
                        subscribers_.end());
     lock.unlock();
     const std::vector<video::StreamInfo> streams = registry_.List();
@@ -180,20 +254,26 @@ void StreamEvents::Loop() {
       now_states[s.id] = state;
       auto it = states_.find(s.id);
       if (it != states_.end() && it->second != state) {
-        Broadcast(s.id, Format::kSse, SseEvent("state", StateJson(s)));
+        BroadcastEvent(s.id, "state", StateJson(s));
       }
     }
     for (const auto& [id, state] : states_) {
       if (now_states.count(id) > 0) continue;
-      const std::string removed = SseEvent("removed", {{"stream", id}});
-      Broadcast(id, Format::kSse, removed);
+      BroadcastEvent(id, "removed", {{"stream", id}});
       faces_.erase(id);
       // A stream's own answers end with it.
       for (Subscriber& s : subscribers_) {
-        if (s.watch.format != Format::kSse && s.Watches(id)) s.stream->End();
+        if (s.watch.format == Format::kWebSocket) s.held.erase(id);
+        if ((s.watch.format == Format::kNdjson || s.watch.format == Format::kMjpeg) &&
+            s.Watches(id)) {
+          s.stream->End();
+        }
       }
     }
     states_ = std::move(now_states);
+    for (Subscriber& s : subscribers_) {  // slow WebSockets' held frame events, if they have room
+      if (s.watch.format == Format::kWebSocket) FlushHeld(s);
+    }
     if (Clock::now() >= keep_alive) {
       keep_alive = Clock::now() + kKeepAlive;
       for (Subscriber& s : subscribers_) {
@@ -229,6 +309,10 @@ StreamEvents::~StreamEvents() = default;
 bool StreamEvents::Subscribe(std::shared_ptr<http::ResponseStream> stream, Watch) {
   stream->End();
   return false;
+}
+std::unique_ptr<http::WebSocketHandler> StreamEvents::SubscribeWebSocket(
+    std::shared_ptr<http::WebSocketPeer>, std::vector<std::string>) {
+  return nullptr;
 }
 bool StreamEvents::full() const {
   return true;

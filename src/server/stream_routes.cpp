@@ -100,22 +100,44 @@ http::HttpResponse Add(video::StreamRegistry& registry, const std::string& body)
   // Depth-limited like every JSON body (detect_request.h): nothing recurses on client data.
   if (auto e = ParseJsonLimited(body, 8, &j))
     return http::JsonError(e->status, e->code, e->message);
-  if (!j.is_object() || !j.contains("id") || !j["id"].is_string() || !j.contains("url") ||
-      !j["url"].is_string() || (j.contains("detect_fps") && !j["detect_fps"].is_number())) {
-    return http::JsonError(422, "invalid_request",
-                           "expected a JSON object {\"id\": string, \"url\": string, "
-                           "\"detect_fps\": number (optional)}");
-  }
   video::StreamConfig config;
-  config.id = j["id"].get<std::string>();
-  config.url = j["url"].get<std::string>();
-  config.detect_fps = j.value("detect_fps", 0.0);
+  if (std::optional<std::string> wrong = StreamConfigFromJson(j, &config)) {
+    return http::JsonError(422, "invalid_request", *wrong);
+  }
   const Status added = registry.Add(config);
   if (!added.ok()) return AddError(added);
   return Json(StreamJson(*registry.Get(config.id)), 201);
 }
 
 }  // namespace
+
+std::optional<std::string> StreamConfigFromJson(const nlohmann::json& j,
+                                                video::StreamConfig* config) {
+  if (!j.is_object()) {
+    return "expected a JSON object {\"id\": string, \"url\": string, \"detect_fps\": number "
+           "(optional)}, got " +
+           std::string(j.type_name());
+  }
+  for (const auto& [field, value] : j.items()) {
+    if (field != "id" && field != "url" && field != "detect_fps") {
+      return "unknown field '" + field.substr(0, 64) + "'; a stream takes id, url and detect_fps";
+    }
+  }
+  for (const char* field : {"id", "url"}) {
+    if (!j.contains(field)) return std::string("field '") + field + "' is missing (a string)";
+    if (!j[field].is_string()) {
+      return std::string("field '") + field + "' must be a string, got " + j[field].type_name();
+    }
+  }
+  if (j.contains("detect_fps") && !j["detect_fps"].is_number()) {
+    return "field 'detect_fps' must be a number >= 0 (0: every frame), got " +
+           std::string(j["detect_fps"].type_name());
+  }
+  config->id = j["id"].get<std::string>();
+  config->url = j["url"].get<std::string>();
+  config->detect_fps = j.value("detect_fps", 0.0);
+  return std::nullopt;
+}
 
 http::HttpResponse HandleStreamRequest(video::StreamRegistry& registry,
                                        const http::HttpRequest& request) {
@@ -302,6 +324,35 @@ bool HandleStreamWatch(video::StreamRegistry& registry, StreamEvents* events,
   return true;
 }
 
+namespace {
+
+// What a refused subscriber's socket reads before it is closed.
+class RefusedWebSocket final : public http::WebSocketHandler {
+ public:
+  bool OnMessage(std::string, bool) override { return true; }
+  void OnClose() override {}
+};
+
+}  // namespace
+
+std::unique_ptr<http::WebSocketHandler> AcceptStreamWebSocket(
+    StreamEvents* events, const http::HttpRequest& head,
+    std::shared_ptr<http::WebSocketPeer> peer) {
+  if (events == nullptr) return nullptr;
+  std::vector<std::string> ids;
+  auto it = head.query.find("ids");
+  if (it != head.query.end()) ids = SplitIds(it->second);
+  if (auto handler = events->SubscribeWebSocket(peer, std::move(ids))) return handler;
+  peer->Send(ToJsonLine({{"event", "error"},
+                         {"data",
+                          {{"code", "too_many_subscribers"},
+                           {"message",
+                            "the streams have their most watchers already "
+                            "(--max-stream-subscribers)"}}}}));
+  peer->Close();
+  return std::make_unique<RefusedWebSocket>();
+}
+
 std::string StreamMetricsText(const video::StreamRegistry& registry) {
   const std::vector<video::StreamInfo> streams = registry.List();
   if (streams.empty()) return "";
@@ -366,6 +417,11 @@ std::string StreamMetricsText(const video::StreamRegistry& registry) {
 bool HandleStreamWatch(video::StreamRegistry&, StreamEvents*, const http::HttpRequest&,
                        const http::Responder&) {
   return false;
+}
+
+std::unique_ptr<http::WebSocketHandler> AcceptStreamWebSocket(
+    StreamEvents*, const http::HttpRequest&, std::shared_ptr<http::WebSocketPeer>) {
+  return nullptr;
 }
 
 std::string StreamMetricsText(const video::StreamRegistry&) {

@@ -1,7 +1,8 @@
 // /v1/streams: the server's video streams (video::StreamRegistry) over HTTP.
 //
 //   GET    /v1/streams        {"streams":[stream...]}
-//   POST   /v1/streams        {"id","url","detect_fps"?} → 201 stream; 422 invalid_request,
+//   POST   /v1/streams        {"id","url","detect_fps"?} (StreamConfigFromJson) → 201 stream;
+//                             422 invalid_request,
 //                             400 unsupported_url, 409 stream_exists, 503 too_many_streams
 //   GET    /v1/streams/{id}   stream; 404 stream_not_found
 //   DELETE /v1/streams/{id}   204 (the stream is stopped, an open or read in progress
@@ -17,14 +18,19 @@
 // "latency_ms"}}. Times are Unix seconds.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "server/http/http_handler.h"
 #include "server/http/http_message.h"
 
 namespace mogserve::video {
 class StreamRegistry;
-}
+struct StreamConfig;
+}  // namespace mogserve::video
 
 namespace mogserve::server {
 
@@ -32,6 +38,13 @@ namespace mogserve::server {
 // (MOGSERVE_WITH_VIDEO off) every answer is 404 saying so.
 http::HttpResponse HandleStreamRequest(video::StreamRegistry& registry,
                                        const http::HttpRequest& request);
+
+// A stream as POST /v1/streams and `serve --streams-file` take it: a JSON object {"id": string,
+// "url": string, "detect_fps": number >= 0 (optional)}, no other field. Fills *config; nullopt,
+// or what is wrong, naming the field and what it allows. The id and URL themselves are checked
+// by StreamRegistry::Add. Only in a build with video support.
+std::optional<std::string> StreamConfigFromJson(const nlohmann::json& j,
+                                                video::StreamConfig* config);
 
 class StreamEvents;
 
@@ -46,6 +59,13 @@ class StreamEvents;
 // `events` null: the streamed ones answer 404.
 bool HandleStreamWatch(video::StreamRegistry& registry, StreamEvents* events,
                        const http::HttpRequest& request, const http::Responder& respond);
+
+// GET /v1/streams/ws?ids=a,b (stream_events.h): subscribes `peer` to `events`; the socket's
+// handler. When the watchers are at their cap (another took the last place since Screen looked)
+// the socket gets {"event":"error","data":{"code":"too_many_subscribers",...}} and is closed.
+// nullptr without video support or without `events` (the upgrade is refused).
+std::unique_ptr<http::WebSocketHandler> AcceptStreamWebSocket(
+    StreamEvents* events, const http::HttpRequest& head, std::shared_ptr<http::WebSocketPeer> peer);
 
 // The streams' Prometheus families (text format), appended to /metrics, one series per stream
 // with a `stream` label: mogserve_stream_frames_total{stage}, mogserve_stream_up (1 while

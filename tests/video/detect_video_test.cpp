@@ -7,12 +7,14 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "clips.h"
 #include "e2e_support.h"
 #include "image/decode.h"
 #include "loopback.h"
+#include "rtsp_server.h"
 
 namespace mogserve::e2e {
 namespace {
@@ -30,14 +32,14 @@ std::vector<std::string> DetectVideoArgs(std::vector<std::string> args) {
 // panning view) and Grace Hopper, 200-249 a coffee cup. Grace Hopper's face moves right by 4 px
 // a frame: x1 = 126 + 100 t (t = frame / 25) within -3..+4 px, y from about 450 to 565; a
 // result attributed to a neighbouring frame would miss it by 4 px per frame, so ±8 px proves
-// each result is its own frame's.
-void ExpectClipFrame(const nlohmann::json& line) {
+// each result is its own frame's. `pts_tolerance_s`: how far pts may be from frame / 25.
+void ExpectClipFrame(const nlohmann::json& line, double pts_tolerance_s = 1e-3) {
   const int frame = line.at("frame").get<int>();
   const auto& faces = line.at("faces");
   SCOPED_TRACE("frame " + std::to_string(frame) + ": " + line.dump());
   EXPECT_EQ(line.at("width"), 1280);
   EXPECT_EQ(line.at("height"), 720);
-  EXPECT_NEAR(line.at("pts").get<double>(), frame / 25.0, 1e-3);
+  EXPECT_NEAR(line.at("pts").get<double>(), frame / 25.0, pts_tolerance_s);
   if (frame >= 200) {
     EXPECT_EQ(faces.size(), 0u);
     return;
@@ -263,6 +265,70 @@ TEST(DetectVideo, UdpMpegTsGivesTheClipsFacesOnTheirFrames) {
     ++frames;
   }
   EXPECT_GE(frames, 40);  // 50 at 5 fps; a loaded machine may lose a few
+}
+
+// RTSP pull from a real RTSP server (GstRtspServer, tests/video/rtsp_server.py) publishing the
+// clip at real time, each client from its first frame: `clients` readers of the same URL at
+// once, over `transport`. Every stream gives the clip's faces on their frames, sampled at
+// `detect_fps`; at least `min_lines` of the 10 s clip's 10 * detect_fps samples each.
+void ExpectRtspPullGivesTheClip(const std::string& transport, int clients, int detect_fps,
+                                size_t min_lines) {
+  video::testing::RtspServer rtsp(ClipPath("clip.mp4"), video::testing::ClosedTcpPort());
+  MOGSERVE_START_RTSP_SERVER(rtsp);
+  std::vector<std::string> args;
+  for (int i = 0; i < clients; ++i) args.push_back(rtsp.url());
+  // The server ends its session after the clip's last frame without a word (no RTCP BYE over
+  // TCP): the reader notices by its I/O timeout.
+  for (const std::string& a :
+       {std::string("--rtsp-transport"), transport, std::string("--detect-fps"),
+        std::to_string(detect_fps), std::string("--io-timeout"), std::string("3")}) {
+    args.push_back(a);
+  }
+  const ProcessResult r = RunMogserve(DetectVideoArgs(args));
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.Describe();
+  EXPECT_FALSE(Contains(r.err, "unreachable")) << r.err;
+  std::map<std::string, std::vector<nlohmann::json>> by_stream;
+  for (const nlohmann::json& line : ParseJsonLines(r.out)) {
+    if (line.contains("error")) {  // the end of the session, no other failure
+      EXPECT_EQ(line.at("error").at("code"), "timeout") << line;
+      continue;
+    }
+    by_stream[line.at("stream").get<std::string>()].push_back(line);
+  }
+  ASSERT_EQ(by_stream.size(), static_cast<size_t>(clients)) << r.Describe();
+  for (const auto& [stream, lines] : by_stream) {
+    SCOPED_TRACE("stream " + stream);
+    // FFmpeg's probe holds the first second of packets, which then arrive at once: the reader
+    // drops frames to catch up (dropped_catchup), and a loaded machine may lose a few more to
+    // supersession; each one that is there must be right, and the last near the clip's end.
+    EXPECT_GE(lines.size(), min_lines);
+    EXPECT_LE(lines.size(), static_cast<size_t>(10 * detect_fps));
+    EXPECT_GE(lines.back().at("frame").get<int>(), 250 - 25 / detect_fps - 2);
+    int previous = -1;
+    for (const nlohmann::json& line : lines) {
+      const int frame = line.at("frame");
+      EXPECT_GT(frame, previous);
+      previous = frame;
+      // RTP timestamps: after the first frame, FFmpeg's pts runs one frame (40 ms) behind the
+      // decoder's count; Grace Hopper's box still proves which frame each result is.
+      ExpectClipFrame(line, 0.041);
+    }
+  }
+  rtsp.Kill();
+}
+
+TEST(DetectVideo, RtspPullOverTcpGivesTheClipsFacesOnTheirFrames) {
+  ExpectRtspPullGivesTheClip("tcp", 1, 5, 35);
+}
+
+TEST(DetectVideo, RtspPullOverUdpGivesTheClipsFacesOnTheirFrames) {
+  ExpectRtspPullGivesTheClip("udp", 1, 5, 35);
+}
+
+// Four sessions at once, each the whole clip at real time; sampled at 1 fps so that a loaded
+// 2-core machine keeps up with four streams' detections.
+TEST(DetectVideo, RtspPullServesFourClientsAtOnce) {
+  ExpectRtspPullGivesTheClip("tcp", 4, 1, 7);
 }
 
 TEST(DetectVideo, BadSourcesFailWithClearErrors) {

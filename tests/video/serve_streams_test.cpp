@@ -5,7 +5,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <arpa/inet.h>
@@ -16,7 +18,9 @@
 #include "clips.h"
 #include "image/decode.h"
 #include "loopback.h"
+#include "rtsp_server.h"
 #include "serve_support.h"
+#include "support/ws_client.h"
 
 namespace mogserve::e2e {
 namespace {
@@ -334,6 +338,74 @@ TEST(ServeStreams, ALostSourceReconnectsWhileAnotherStreamRunsOn) {
   b.Kill();
 }
 
+// specs/video_streams.md §7: a real RTSP server (GstRtspServer) killed 3 s into its clip: the
+// stream sees the end of its session at once and retries; the server started again, the stream
+// runs again after one reconnect. A second stream from another source runs on meanwhile.
+TEST(ServeStreams, AKilledRtspServerIsReconnectedWhileAnotherStreamRunsOn) {
+  const int rtsp_port = video::testing::ClosedTcpPort();
+  int other_port = video::testing::ClosedTcpPort();
+  while (other_port == rtsp_port) other_port = video::testing::ClosedTcpPort();
+  video::testing::RtspServer rtsp(ClipPath("clip.mp4"), rtsp_port);
+  MOGSERVE_START_RTSP_SERVER(rtsp);
+  LoopingPublisher other(other_port);
+  ASSERT_TRUE(other.Start());
+  ServeProcess server;
+  ASSERT_TRUE(server.Start({}));
+  ASSERT_TRUE(server.WaitReady()) << server.Log();
+  auto client = server.NewClient();
+  ASSERT_EQ(Post(*client, {{"id", "cam"}, {"url", rtsp.url()}, {"detect_fps", 2}})->status, 201);
+  ASSERT_EQ(Post(*client, {{"id", "other"}, {"url", other.url()}, {"detect_fps", 2}})->status, 201);
+  // 3 s into the clip (the RTSP server plays it from its start to each new client).
+  const nlohmann::json playing = WaitForStream(*client, "cam", [](const nlohmann::json& s) {
+    return s["state"] == "running" && Frames(s, "decoded") >= 75;
+  });
+  EXPECT_EQ(playing["codec"], "h264");
+  EXPECT_GT(Frames(playing, "detected"), 0);
+  const nlohmann::json other_before = WaitForStream(
+      *client, "other", [](const nlohmann::json& s) { return Frames(s, "detected") >= 3; });
+
+  rtsp.Kill();
+  const auto killed = std::chrono::steady_clock::now();
+  const nlohmann::json lost = WaitForStream(
+      *client, "cam", [](const nlohmann::json& s) { return s["state"] == "reconnecting"; });
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, std::chrono::seconds(1)) << lost;
+  EXPECT_TRUE(lost.contains("last_error")) << lost;
+  std::this_thread::sleep_for(milliseconds(1500));  // retried meanwhile: refused
+  auto got = client->Get("/v1/streams/cam");
+  ASSERT_TRUE(got);
+  const nlohmann::json down = nlohmann::json::parse(got->body);
+  EXPECT_EQ(down["state"], "reconnecting") << down;
+  EXPECT_EQ(down["last_error"]["code"], "unreachable") << down;
+
+  MOGSERVE_START_RTSP_SERVER(rtsp);
+  const int64_t detected_down = Frames(down, "detected");
+  const nlohmann::json back = WaitForStream(*client, "cam", [&](const nlohmann::json& s) {
+    return s["state"] == "running" && Frames(s, "detected") >= detected_down + 3;
+  });
+  EXPECT_EQ(back["reconnects"], 1) << back;
+  const double outage_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  const nlohmann::json other_after =
+      WaitForStream(*client, "other", [](const nlohmann::json&) { return true; });
+
+  // The other stream was never interrupted: its frames kept going to the engine at 2 fps.
+  EXPECT_EQ(other_after["state"], "running");
+  EXPECT_EQ(other_after["reconnects"], 0);
+  EXPECT_FALSE(other_after.contains("last_error")) << other_after;
+  const double rate =
+      static_cast<double>(Frames(other_after, "submitted") - Frames(other_before, "submitted")) /
+      outage_s;
+  EXPECT_GT(rate, 2 * 0.75) << "other submitted " << rate << " fps while cam was down";
+  EXPECT_LT(rate, 2 * 1.25);
+  EXPECT_GT(Frames(other_after, "detected"), Frames(other_before, "detected"));
+  for (const nlohmann::json& s : {back, other_after}) ExpectIdentities(s);
+
+  const ProcessResult stopped = server.Stop();
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.Describe();
+  rtsp.Kill();
+  other.Kill();
+}
+
 // Reads a streamed answer until `enough` holds for what arrived (or 60 s pass); what arrived.
 std::string ReadStream(ServeProcess& server, const std::string& path,
                        const std::function<bool(const std::string&)>& enough,
@@ -576,6 +648,208 @@ TEST(ServeStreams, ResultsArePushedToWatchersOverHttp) {
   EXPECT_EQ(stopped.exit_code, 0) << stopped.Describe();
   a.Kill();
   b.Kill();
+}
+
+// GET /v1/streams/ws: the SSE events as WebSocket messages {"event","data"}, over real sockets
+// (support/ws_client.h, written from RFC 6455), filtered by ?ids, the watcher cap shared.
+TEST(ServeStreams, StreamsWebSocketCarriesTheEvents) {
+  const int port_a = video::testing::ClosedTcpPort();
+  int port_b = video::testing::ClosedTcpPort();
+  while (port_b == port_a) port_b = video::testing::ClosedTcpPort();
+  LoopingPublisher a(port_a), b(port_b);
+  ASSERT_TRUE(a.Start());
+  ASSERT_TRUE(b.Start());
+  ServeProcess server;
+  ASSERT_TRUE(server.Start({"--max-stream-subscribers", "3"}));
+  ASSERT_TRUE(server.WaitReady()) << server.Log();
+  auto client = server.NewClient();
+  ASSERT_EQ(Post(*client, {{"id", "cam1"}, {"url", a.url()}, {"detect_fps", 3}})->status, 201);
+  ASSERT_EQ(Post(*client, {{"id", "cam2"}, {"url", b.url()}, {"detect_fps", 3}})->status, 201);
+
+  // Without the upgrade: 426, as /v1/detect/ws.
+  auto plain = client->Get("/v1/streams/ws");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->status, 426) << plain->body;
+
+  // One stream's events: its state first, then its frames (each its own frame's faces, in
+  // order, none dropped for a reader that keeps up) and its faces appearing, once.
+  WsClient one(server.port(), "/v1/streams/ws?ids=cam1");
+  ASSERT_EQ(one.handshake_status(), 101);
+  const nlohmann::json hello = one.Read();
+  EXPECT_EQ(hello["event"], "state") << hello;
+  EXPECT_EQ(hello["data"]["stream"], "cam1") << hello;
+  int frames = 0, faces_events = 0, previous = -1;
+  while (frames < 6) {
+    const std::optional<nlohmann::json> m = one.TryRead(std::chrono::seconds(30));
+    ASSERT_TRUE(m.has_value()) << "after " << frames << " frame events";
+    const nlohmann::json& data = (*m)["data"];
+    EXPECT_EQ(data["stream"], "cam1") << *m;
+    if ((*m)["event"] == "frame") {
+      SCOPED_TRACE(m->dump());
+      EXPECT_EQ((*m)["dropped"], 0);
+      ExpectClipFaces(data);
+      EXPECT_GT(data["frame"].get<int>(), previous);
+      previous = data["frame"];
+      ++frames;
+    } else if ((*m)["event"] == "faces") {
+      EXPECT_EQ(data["event"], "faces_present") << *m;
+      ++faces_events;
+    } else {
+      EXPECT_EQ((*m)["event"], "state") << *m;
+    }
+  }
+  EXPECT_LE(faces_events, 1);
+
+  // Every stream's, on another socket.
+  std::map<std::string, int> frames_of;
+  {
+    WsClient all(server.port(), "/v1/streams/ws");
+    ASSERT_EQ(all.handshake_status(), 101);
+    std::set<std::string> states;  // before the first frame event
+    bool framed = false;
+    while (frames_of["cam1"] < 3 || frames_of["cam2"] < 3) {
+      const std::optional<nlohmann::json> m = all.TryRead(std::chrono::seconds(30));
+      ASSERT_TRUE(m.has_value());
+      const std::string stream = (*m)["data"]["stream"];
+      if ((*m)["event"] == "state" && !framed) states.insert(stream);
+      if ((*m)["event"] == "frame") {
+        framed = true;
+        ExpectClipFaces((*m)["data"]);
+        ++frames_of[stream];
+      }
+    }
+    EXPECT_EQ(states, (std::set<std::string>{"cam1", "cam2"}));
+
+    // The cap is shared with the streamed watchers: two sockets and an SSE reader fill it.
+    IdleWatcher sse(server.port(), "/v1/streams/events");
+    ASSERT_TRUE(sse.ok());
+    std::this_thread::sleep_for(milliseconds(500));
+    WsClient refused(server.port(), "/v1/streams/ws");
+    EXPECT_EQ(refused.handshake_status(), 503);
+  }
+  // A socket that closed frees its place (within the events' 250 ms tick).
+  for (int i = 0;; ++i) {
+    WsClient again(server.port(), "/v1/streams/ws?ids=cam2");
+    if (again.handshake_status() == 101) {
+      EXPECT_EQ(again.Read()["event"], "state");
+      break;
+    }
+    EXPECT_EQ(again.handshake_status(), 503);
+    ASSERT_LT(i, 50) << "the closed socket's place was never freed";
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+
+  // A deleted stream's watchers are told.
+  EXPECT_EQ(client->Delete("/v1/streams/cam1")->status, 204);
+  for (;;) {
+    const std::optional<nlohmann::json> m = one.TryRead(std::chrono::seconds(10));
+    ASSERT_TRUE(m.has_value()) << "no removed event";
+    if ((*m)["event"] == "removed") {
+      EXPECT_EQ((*m)["data"]["stream"], "cam1");
+      break;
+    }
+  }
+  // SIGTERM with the socket open: the server closes it (the client answers the close, as a
+  // browser does) and exits at once.
+  const auto stopping = std::chrono::steady_clock::now();
+  ProcessResult stopped;
+  std::thread stopper([&] { stopped = server.Stop(); });
+  while (one.TryRead(std::chrono::seconds(20)).has_value()) {
+  }
+  stopper.join();
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.Describe();
+  EXPECT_LT(std::chrono::steady_clock::now() - stopping, std::chrono::seconds(5))
+      << stopped.Describe();
+  a.Kill();
+  b.Kill();
+}
+
+// serve --streams-file: the streams to start with, as POST /v1/streams takes them.
+TEST(ServeStreams, StreamsFileStartsItsStreams) {
+  TempDir dir;
+  const std::filesystem::path file = dir.path() / "streams.json";
+  std::ofstream(file)
+      << nlohmann::json::array(
+             {{{"id", "cam"}, {"url", ClipPath("clip.mp4")}, {"detect_fps", 5}},
+              {{"id", "hevc"}, {"url", ClipPath("clip_hevc.mp4")}, {"detect_fps", 1}}})
+             .dump(2);
+  ServeProcess server;
+  ASSERT_TRUE(
+      server.Start({"--streams-file", file.string(), "--stream", "flag=" + ClipPath("clip.mp4")}));
+  ASSERT_TRUE(server.WaitReady()) << server.Log();
+  auto client = server.NewClient();
+  const nlohmann::json cam = WaitForStream(
+      *client, "cam", [](const nlohmann::json& s) { return Frames(s, "detected") > 0; });
+  EXPECT_EQ(cam["detect_fps"], 5);
+  EXPECT_EQ(cam["url"], ClipPath("clip.mp4"));
+  const nlohmann::json hevc = WaitForStream(
+      *client, "hevc", [](const nlohmann::json& s) { return Frames(s, "decoded") > 0; });
+  EXPECT_EQ(hevc["detect_fps"], 1);
+  EXPECT_EQ(hevc["codec"], "hevc");
+  EXPECT_EQ(
+      WaitForStream(*client, "flag", [](const nlohmann::json&) { return true; })["detect_fps"], 0);
+  std::vector<std::string> ids;
+  const nlohmann::json listed = nlohmann::json::parse(client->Get("/v1/streams")->body);
+  for (const auto& s : listed["streams"]) ids.push_back(s["id"]);
+  EXPECT_EQ(ids, (std::vector<std::string>{"cam", "flag", "hevc"}));
+  // POST /v1/streams takes the same fields, no others.
+  auto unknown =
+      Post(*client, {{"id", "x"}, {"url", ClipPath("clip.mp4")}, {"rtsp_transport", "udp"}});
+  EXPECT_EQ(unknown->status, 422);
+  EXPECT_NE(unknown->body.find("unknown field 'rtsp_transport'; a stream takes id, url and "
+                               "detect_fps"),
+            std::string::npos)
+      << unknown->body;
+  const ProcessResult stopped = server.Stop();
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.Describe();
+}
+
+TEST(ServeStreams, AMalformedStreamsFileIsAUsageError) {
+  TempDir dir;
+  const std::string clip = ClipPath("clip.mp4");
+  const std::string path = (dir.path() / "streams.json").string();
+  // Each file's content and the message it gets.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[{\"id\": \"a\",", path + ": not valid JSON"},
+      {"{\"id\": \"a\"}", path + ": expected a JSON array of streams"},
+      {"[{\"id\": \"a\", \"url\": \"" + clip + "\"}, {\"id\": \"b\"}]",
+       path + ": entry 1 ('b'): field 'url' is missing (a string)"},
+      {"[{\"id\": \"a\", \"url\": \"" + clip + "\", \"detect_fps\": \"fast\"}]",
+       "entry 0 ('a'): field 'detect_fps' must be a number >= 0 (0: every frame), got string"},
+      {"[{\"id\": \"a\", \"url\": \"" + clip + "\", \"detect_fps\": -1}]",
+       "entry 0 ('a'): field 'detect_fps' must be >= 0"},
+      {"[{\"id\": \"a\", \"url\": \"" + clip + "\", \"listen\": true}]",
+       "entry 0 ('a'): unknown field 'listen'; a stream takes id, url and detect_fps"},
+      {"[{\"id\": 7, \"url\": \"" + clip + "\"}]",
+       "entry 0: field 'id' must be a string, got number"},
+      {"[{\"id\": \"a\", \"url\": \"gopher://u:pw@host/x\"}]",
+       "entry 0 ('a'): field 'url': unsupported video source scheme 'gopher://'"},
+      {"[{\"id\": \"a\", \"url\": \"" + clip + "\"}, {\"id\": \"a\", \"url\": \"" + clip + "\"}]",
+       "entry 1 ('a'): field 'id': 'a' is taken by an earlier entry; ids are unique"},
+  };
+  for (const auto& [content, message] : cases) {
+    SCOPED_TRACE(content);
+    std::ofstream(path) << content;
+    const ProcessResult r = RunMogserve(
+        {"serve", "--model-dir", TestModelDir(), "--port", "0", "--streams-file", path});
+    EXPECT_EQ(r.exit_code, 2) << r.Describe();
+    EXPECT_NE(r.err.find("--streams-file "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("pw@"), std::string::npos) << r.err;
+  }
+  const ProcessResult missing = RunMogserve({"serve", "--model-dir", TestModelDir(), "--port", "0",
+                                             "--streams-file", "/nonexistent/s.json"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.Describe();
+  EXPECT_NE(missing.err.find("--streams-file /nonexistent/s.json: cannot be read"),
+            std::string::npos)
+      << missing.err;
+  // An id that --stream took already: refused once the registry sees both.
+  std::ofstream(path) << "[{\"id\": \"cam\", \"url\": \"" + clip + "\"}]";
+  const ProcessResult taken = RunMogserve({"serve", "--model-dir", TestModelDir(), "--port", "0",
+                                           "--stream", "cam=" + clip, "--streams-file", path});
+  EXPECT_NE(taken.exit_code, 0) << taken.Describe();
+  EXPECT_NE(taken.err.find("entry 0 ('cam'): stream 'cam' exists already"), std::string::npos)
+      << taken.err;
 }
 
 // specs/video_streams.md §6: at most 48 MiB per stream (probe, decoder, canvases, previews,

@@ -148,7 +148,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool ws_writing_ = false;
   bool ws_paused_ = false;
   bool ws_close_requested_ = false;
+  bool ws_accepted_ = false;             // the handshake is done: messages may be written
   std::atomic<bool> ws_closed_{false};   // read by peers on other threads
+  std::atomic<size_t> ws_unsent_{0};     // messages sent by the peer, not yet written
   std::shared_ptr<Connection> ws_hold_;  // self, while paused (no read pending)
 };
 

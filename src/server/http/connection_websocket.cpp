@@ -23,10 +23,19 @@ class ConnectionWebSocketPeer final : public WebSocketPeer {
   bool Send(std::string message, bool binary) override {
     auto c = connection_.lock();
     if (!c || c->ws_closed_.load()) return false;
+    c->ws_unsent_.fetch_add(1);
     net::post(executor_, [c, m = std::move(message), binary]() mutable {
       c->QueueWebSocket(std::move(m), binary);
     });
     return true;
+  }
+  bool open() const override {
+    auto c = connection_.lock();
+    return c && !c->ws_closed_.load();
+  }
+  size_t unsent() const override {
+    auto c = connection_.lock();
+    return c ? c->ws_unsent_.load() : 0;
   }
   void Resume() override {
     if (auto c = connection_.lock()) {
@@ -93,6 +102,11 @@ void Connection::UpgradeToWebSocket() {
     self->record_.written = !ec;
     self->context_->handler->OnExchange(self->record_);
     if (ec) return self->OnWebSocketClosed();
+    self->ws_accepted_ = true;
+    // Messages the handler sent during the handshake (a subscription's first events), or a
+    // close it asked for meanwhile.
+    if (self->ws_close_requested_ && self->ws_queue_.empty()) return self->CloseWebSocket();
+    if (!self->ws_queue_.empty()) self->WriteWebSocket();  // closes after, if asked to
     self->ReadWebSocket();
   });
 }
@@ -117,10 +131,13 @@ void Connection::OnWebSocketRead(error_code ec) {
 }
 
 void Connection::QueueWebSocket(std::string message, bool binary) {
-  if (ws_closed_.load() || ws_close_requested_) return;
+  if (ws_closed_.load() || ws_close_requested_) {
+    ws_unsent_.fetch_sub(1);
+    return;
+  }
   ws_queue_.push_back({std::move(message), binary});
   if (ws_queue_.size() > WebSocketPeer::kMaxQueued) return OnWebSocketClosed();  // not reading
-  if (!ws_writing_) WriteWebSocket();
+  if (!ws_writing_ && ws_accepted_) WriteWebSocket();
 }
 
 void Connection::WriteWebSocket() {
@@ -131,6 +148,7 @@ void Connection::WriteWebSocket() {
     self->ws_writing_ = false;
     if (ec) return self->OnWebSocketClosed();
     self->ws_queue_.pop_front();
+    self->ws_unsent_.fetch_sub(1);
     if (!self->ws_queue_.empty()) return self->WriteWebSocket();
     if (self->ws_close_requested_) self->CloseWebSocket();
   });
@@ -139,7 +157,7 @@ void Connection::WriteWebSocket() {
 void Connection::CloseWebSocket() {
   if (!ws_ || ws_closed_.load()) return;
   ws_close_requested_ = true;
-  if (ws_writing_) return;  // closes when the queue is out
+  if (ws_writing_ || !ws_accepted_) return;  // closes when the queue is out / the handshake done
   ws_closed_.store(true);
   ws_->async_close(websocket::close_code::normal,
                    [self = shared_from_this()](error_code) { self->OnWebSocketClosed(); });

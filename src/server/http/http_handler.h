@@ -70,6 +70,11 @@ class WebSocketPeer {
   virtual void Resume() = 0;
   // Closes the WebSocket (close frame, then the socket).
   virtual void Close() = 0;
+  // False once the socket is closed.
+  virtual bool open() const = 0;
+  // Messages sent and not yet written to the socket (the one being written included): how far
+  // behind the client reads. Sends made before the handshake completed wait for it.
+  virtual size_t unsent() const = 0;
 
   static constexpr size_t kMaxQueued = 64;
 };
