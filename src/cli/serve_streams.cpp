@@ -55,6 +55,7 @@ StatusOr<std::unique_ptr<ServeStreams>> ServeStreams::Start(const ServeFlags& fl
                               Millis(flags.stream_io_timeout_s)};
   defaults.no_frame_timeout = Millis(flags.stream_no_frame_timeout_s);
   defaults.preview_max_side_px = 640;  // snapshots and MJPEG
+  defaults.source.hwaccel = video::ParseHwAccel(flags.hwaccel).value_or(video::HwAccel::kNone);
   std::unique_ptr<ServeStreams> out(new ServeStreams());
   out->registry_ =
       std::make_unique<video::StreamRegistry>(pipeline, std::move(defaults), flags.max_streams);

@@ -80,6 +80,39 @@ TEST(DetectVideo, FileGivesEveryFrameInOrderWithItsOwnFaces) {
   }
 }
 
+// specs/video_streams.md §1: --hwaccel asks for NVDEC; where FFmpeg cannot load NVIDIA's driver
+// (no GPU here) the video is decoded in software, the summary says so with FFmpeg's reason,
+// `cuda` warns, and the faces are the same.
+TEST(DetectVideo, HwaccelFallsBackToSoftwareAndSaysWhy) {
+  for (const std::string hwaccel : {"cuda", "auto", "none"}) {
+    SCOPED_TRACE("--hwaccel " + hwaccel);
+    const ProcessResult r =
+        RunMogserve({"detect-video", "--model-dir", TestModelDir(), ClipPath("clip.mp4"),
+                     "--detect-fps", "5", "--hwaccel", hwaccel});
+    ASSERT_EQ(r.exit_code, 0) << r.Describe();
+    const std::vector<nlohmann::json> lines = ParseJsonLines(r.out);
+    ASSERT_EQ(lines.size(), 50u);
+    for (const nlohmann::json& line : lines) ExpectClipFrame(line);
+    if (hwaccel == "none") {
+      EXPECT_NE(r.err.find("decoder h264 (software)): 250 frames decoded"), std::string::npos)
+          << r.err;
+      EXPECT_EQ(r.err.find("cuda"), std::string::npos) << r.err;
+      continue;
+    }
+    const bool on_gpu = r.err.find("decoder h264 (cuda)): 250 frames decoded") != std::string::npos;
+    if (on_gpu) continue;
+    EXPECT_NE(r.err.find("decoder h264 (software; cuda unavailable: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("libcuda.so.1"), std::string::npos) << r.err;  // FFmpeg's own reason
+    EXPECT_EQ(r.err.find("--hwaccel cuda: decoding in software") != std::string::npos,
+              hwaccel == "cuda")
+        << r.err;
+  }
+  const ProcessResult bad = RunMogserve(
+      {"detect-video", "--model-dir", TestModelDir(), ClipPath("clip.mp4"), "--hwaccel", "gpu"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.Describe();
+  EXPECT_NE(bad.err.find("--hwaccel: gpu not in {auto,cuda,none}"), std::string::npos) << bad.err;
+}
+
 TEST(DetectVideo, DetectFpsSamplesFramesAndCountsTheSkipped) {
   const ProcessResult r =
       RunMogserve(DetectVideoArgs({ClipPath("clip_hevc.mp4"), "--detect-fps", "5"}));

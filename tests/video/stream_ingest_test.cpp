@@ -46,7 +46,7 @@ struct Results {
 };
 
 void ExpectIdentities(const IngestCounters& c) {
-  EXPECT_EQ(c.decoded, c.sampled_out + c.submitted);
+  EXPECT_EQ(c.decoded, c.dropped_catchup + c.sampled_out + c.submitted);
   EXPECT_EQ(c.submitted, c.detected + c.superseded + c.expired + c.failed);
 }
 
