@@ -11,8 +11,9 @@
 //                                    frames (their preview), encoded only while watched.
 // Frames come from StreamRegistry's frame listener (pipeline threads); states, removals and
 // keep-alives from one thread ticking every 250 ms. A watcher that does not read is never
-// waited for: its answer queues at most http::ResponseStream::kMaxQueued pieces, then the
-// connection is closed (its memory is bounded by that many events or JPEGs).
+// waited for: its answer queues at most http::ResponseStream::kMaxQueued pieces or
+// kMaxQueuedBytes, then the connection is closed; an MJPEG watcher gets a new picture only once
+// it has taken the previous one (latest only), so it holds at most one.
 // Thread-safe.
 #pragma once
 
