@@ -295,15 +295,30 @@ bool StreamIngest::WaitUntil(SteadyClock::time_point t) {
   return !cv_.wait_until(lock, t, [&] { return stop_.load(); });
 }
 
-void StreamIngest::Submit(VideoReader& reader, const FrameInfo& frame, int64_t sampled_before) {
-  pipeline::PreparedCanvas canvas = reader.Scale(pipeline_.buckets(), pipeline_.canvas_pool());
-  std::shared_ptr<const image::Image> preview;
-  if (options_.preview_max_side_px > 0) {
-    preview = std::make_shared<const image::Image>(reader.Preview(options_.preview_max_side_px));
+std::shared_ptr<const image::Image> StreamIngest::TakePreview(VideoReader& reader,
+                                                             const FrameInfo& frame) {
+  if (options_.preview_max_side_px <= 0) return nullptr;
+  const double scale = std::min(
+      1.0, static_cast<double>(options_.preview_max_side_px) / std::max(frame.width, frame.height));
+  const auto bytes = static_cast<int64_t>(frame.width * scale * frame.height * scale * 3);
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto room = [&] {
+      return preview_bytes_ == 0 || preview_bytes_ + bytes <= options_.preview_budget_bytes;
+    };
+    if (paced_ && !room()) return nullptr;
+    cv_.wait(lock, [&] { return stop_ || room(); });  // results free previews (OnResult)
   }
+  return std::make_shared<const image::Image>(reader.Preview(options_.preview_max_side_px));
+}
+
+void StreamIngest::Submit(VideoReader& reader, const FrameInfo& frame, int64_t sampled_before) {
+  std::shared_ptr<const image::Image> preview = TakePreview(reader, frame);
+  pipeline::PreparedCanvas canvas = reader.Scale(pipeline_.buckets(), pipeline_.canvas_pool());
   int64_t seq = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (preview) preview_bytes_ += static_cast<int64_t>(preview->data.size());
     seq = next_seq_++;
     pending_[seq] = {frame, canvas.preprocess_ms, sampled_before, std::move(preview)};
     ++counters_.decoded;
@@ -357,6 +372,9 @@ void StreamIngest::OnResult(int64_t seq, pipeline::RequestResult result) {
        it = ended_.find(next_delivery_)) {
     auto pending = pending_.find(next_delivery_);
     skipped_ += pending->second.sampled_before;
+    if (pending->second.preview) {
+      preview_bytes_ -= static_cast<int64_t>(pending->second.preview->data.size());
+    }
     if (it->second.outcome == Outcome::kDone) {
       FrameResult r;
       r.stream = options_.id;

@@ -53,6 +53,11 @@ struct IngestOptions {
   // Each submitted frame also as a picture of at most this long side (FrameResult::preview),
   // for snapshots, MJPEG and saved frames; 0: none.
   int preview_max_side_px = 0;
+  // Most bytes of previews the stream's frames in flight may hold (a full-size 1080p one is
+  // 6.2 MB; specs/video_streams.md §6 allows 48 MiB a stream in all). Beyond it, a bulk reader
+  // waits for results to free some; a paced frame goes without (its result has no preview).
+  // One frame may always hold one.
+  int64_t preview_budget_bytes = 24 << 20;
 };
 
 enum class StreamState { kConnecting, kRunning, kReconnecting, kEnded, kFailed };
@@ -185,6 +190,8 @@ class StreamIngest {
   void TakeReaderCounts(const VideoReader& reader, ReaderCounters* seen);  // requires mu_
   bool WaitUntil(std::chrono::steady_clock::time_point t);  // false when stopped first
   void Submit(VideoReader& reader, const FrameInfo& frame, int64_t sampled_before);
+  // The frame's preview when the budget allows (a bulk reader waits for room); null without.
+  std::shared_ptr<const image::Image> TakePreview(VideoReader& reader, const FrameInfo& frame);
   void OnResult(int64_t seq, pipeline::RequestResult result);
   void Count(scheduler::Outcome outcome);  // requires mu_
 
@@ -213,6 +220,7 @@ class StreamIngest {
   int64_t next_seq_ = 0;                              // guarded by mu_
   int64_t next_delivery_ = 0;                         // guarded by mu_
   int64_t skipped_ = 0;  // since the last delivered result; guarded by mu_
+  int64_t preview_bytes_ = 0;  // held by the previews of pending_; guarded by mu_
   std::thread thread_;
 };
 
