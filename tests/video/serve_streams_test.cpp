@@ -277,6 +277,9 @@ TEST(ServeStreams, AStreamFallenBehindDropsFramesToCatchUp) {
   EXPECT_GT(Frames(after, "detected"), Frames(before, "detected"));
   ExpectIdentities(after);
   EXPECT_LT(std::chrono::steady_clock::now() - resumed, std::chrono::seconds(20));
+  std::printf("3 s stall: %lld frames dropped to catch up, lag then %.1f ms, decoder %s\n",
+              static_cast<long long>(Frames(after, "dropped_catchup")),
+              after["lag_ms"].get<double>(), decoder.c_str());
 
   auto metrics = client->Get("/metrics");
   ASSERT_EQ(metrics->status, 200);
