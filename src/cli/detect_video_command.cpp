@@ -40,6 +40,7 @@ struct DetectVideoFlags {
   double io_timeout_s = 5;
   std::string rtsp_transport = "tcp";
   std::vector<std::string> codecs = {"h264", "hevc", "mjpeg"};
+  std::string hwaccel = "auto";
   double frame_timeout_s = 1;
   bool quiet = false;
   std::string save_frames;            // a folder: frames with faces, boxes drawn
@@ -121,10 +122,13 @@ void AwaitStreams(const std::vector<std::unique_ptr<video::StreamIngest>>& strea
 
 void PrintSummary(const video::StreamIngest& s, const std::string& id) {
   const video::IngestCounters c = s.counters();
+  const std::string decoder = s.status().decoder;
   std::fprintf(stderr,
-               "stream %s (%s): %lld frames decoded, %lld corrupt, %lld sampled out, %lld "
-               "detected, %lld superseded, %lld expired, %lld failed\n",
-               id.c_str(), s.display_url().c_str(), static_cast<long long>(c.decoded),
+               "stream %s (%s, decoder %s): %lld frames decoded, %lld dropped to catch up, %lld "
+               "corrupt, %lld sampled out, %lld detected, %lld superseded, %lld expired, %lld "
+               "failed\n",
+               id.c_str(), s.display_url().c_str(), decoder.empty() ? "none" : decoder.c_str(),
+               static_cast<long long>(c.decoded), static_cast<long long>(c.dropped_catchup),
                static_cast<long long>(c.corrupt), static_cast<long long>(c.sampled_out),
                static_cast<long long>(c.detected), static_cast<long long>(c.superseded),
                static_cast<long long>(c.expired), static_cast<long long>(c.failed));
@@ -172,6 +176,7 @@ std::vector<std::unique_ptr<video::StreamIngest>> StartStreams(const DetectVideo
     o.source.rtsp_transport =
         flags.rtsp_transport == "udp" ? video::RtspTransport::kUdp : video::RtspTransport::kTcp;
     o.source.codecs = flags.codecs;
+    o.source.hwaccel = video::ParseHwAccel(flags.hwaccel).value_or(video::HwAccel::kNone);
     o.detect_fps = flags.detect_fps;
     o.realtime = flags.realtime;
     o.frame_timeout = Millis(flags.frame_timeout_s);
@@ -313,6 +318,12 @@ CommandRunner RegisterDetectVideoCommand(CLI::App& app) {
                  "Codecs decoded (FFmpeg names); a source in any other fails as "
                  "unsupported_codec")
       ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--hwaccel", flags->hwaccel,
+                 "Where video is decoded: auto (NVDEC when FFmpeg finds a GPU and its driver, "
+                 "else software), cuda (the same, with a warning when it falls back), none "
+                 "(software); the summary names the decoder and why it fell back")
+      ->check(CLI::IsMember({"auto", "cuda", "none"}))
       ->capture_default_str();
   app.add_option("--frame-timeout", flags->frame_timeout_s,
                  "Live and --realtime sources: seconds a frame may wait for the engine before "

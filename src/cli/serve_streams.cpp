@@ -94,6 +94,7 @@ video::IngestOptions StreamDefaults(const ServeFlags& flags) {
                               Millis(flags.stream_io_timeout_s)};
   defaults.no_frame_timeout = Millis(flags.stream_no_frame_timeout_s);
   defaults.preview_max_side_px = 640;  // snapshots and MJPEG
+  defaults.source.hwaccel = video::ParseHwAccel(flags.hwaccel).value_or(video::HwAccel::kNone);
   return defaults;
 }
 

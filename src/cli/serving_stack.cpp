@@ -169,6 +169,10 @@ void AddServeFlags(CLI::App& app, ServeFlags& f) {
   Flag(app, "--stream-no-frame-timeout", f.stream_no_frame_timeout_s,
        "Seconds a live stream may go without a frame before it reconnects")
       ->check(CLI::Range(0.1, 3600.0));
+  Flag(app, "--hwaccel", f.hwaccel,
+       "Where the streams' video is decoded: auto (NVDEC when FFmpeg finds a GPU and its driver, "
+       "else software), cuda (the same, with a warning when it falls back), none (software)")
+      ->check(CLI::IsMember({"auto", "cuda", "none"}));
   Flag(app, "--max-stream-subscribers", f.max_stream_subscribers,
        "Most watchers of the streams' events, results and MJPEG at once (beyond: 503)")
       ->check(CLI::Range(1, 1024));

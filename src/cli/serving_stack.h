@@ -67,6 +67,7 @@ struct ServeFlags {
   double stream_io_timeout_s = 5;
   double stream_no_frame_timeout_s = 10;  // the no-frame watchdog
   int max_stream_subscribers = 16;        // SSE, NDJSON and MJPEG watchers at once
+  std::string hwaccel = "auto";           // where streams are decoded: auto, cuda, none
 };
 
 void AddServeFlags(CLI::App& app, ServeFlags& f);

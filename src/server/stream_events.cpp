@@ -220,6 +220,9 @@ void StreamEvents::OnFrame(const video::FrameResult& r) {
   std::string parts[2];  // without, with boxes
   for (Subscriber& s : subscribers_) {
     if (s.watch.format != Format::kMjpeg || !s.Watches(r.stream) || now < s.next_picture) continue;
+    // Latest only: a watcher still taking its previous picture gets none until it has (a
+    // picture is ~50 kB; queueing them for a slow reader would hold megabytes).
+    if (s.stream->unsent_bytes() > 0) continue;
     s.next_picture =
         now + std::chrono::microseconds(static_cast<int64_t>(1e6 / std::max(0.1, s.watch.fps)));
     std::string& part = parts[s.watch.boxes ? 1 : 0];

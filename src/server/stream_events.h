@@ -15,11 +15,12 @@
 //                                    missed since its previous one.
 // Frames come from StreamRegistry's frame listener (pipeline threads); states, removals and
 // keep-alives from one thread ticking every 250 ms. A watcher that does not read is never
-// waited for: its answer queues at most http::ResponseStream::kMaxQueued pieces, then the
-// connection is closed (its memory is bounded by that many events or JPEGs). A WebSocket that
-// reads slowly gets frame events latest-only: while kWebSocketFrameWindow messages are unsent,
-// each stream's newest frame event waits in one slot (a newer one replaces it and counts as
-// dropped) and goes out on a later frame or tick; its other events are all sent, up to
+// waited for: its answer queues at most http::ResponseStream::kMaxQueued pieces or
+// kMaxQueuedBytes, then the connection is closed; an MJPEG watcher gets a new picture only once
+// it has taken the previous one (latest only), so it holds at most one. A WebSocket that reads
+// slowly gets frame events latest-only: while kWebSocketFrameWindow messages are unsent, each
+// stream's newest frame event waits in one slot (a newer one replaces it and counts as dropped)
+// and goes out on a later frame or tick; its other events are all sent, up to
 // http::WebSocketPeer::kMaxQueued unsent, then the socket is closed.
 // Thread-safe.
 #pragma once

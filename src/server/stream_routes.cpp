@@ -43,6 +43,7 @@ nlohmann::json StreamJson(const video::StreamInfo& s) {
                       {"since", UnixSeconds(st.since)},
                       {"reconnects", st.reconnects},
                       {"codec", st.codec},
+                      {"decoder", st.decoder},
                       {"width", st.width},
                       {"height", st.height},
                       {"source_fps", Round(st.source_fps, 3)},
@@ -50,6 +51,7 @@ nlohmann::json StreamJson(const video::StreamInfo& s) {
                       {"frames",
                        {{"received", c.received},
                         {"decoded", c.decoded},
+                        {"dropped_catchup", c.dropped_catchup},
                         {"corrupt", c.corrupt},
                         {"sampled_out", c.sampled_out},
                         {"submitted", c.submitted},
@@ -60,6 +62,7 @@ nlohmann::json StreamJson(const video::StreamInfo& s) {
                       {"fps",
                        {{"received", Round(st.fps.received, 2)},
                         {"decoded", Round(st.fps.decoded, 2)},
+                        {"dropped_catchup", Round(st.fps.dropped_catchup, 2)},
                         {"corrupt", Round(st.fps.corrupt, 2)},
                         {"sampled_out", Round(st.fps.sampled_out, 2)},
                         {"detected", Round(st.fps.detected, 2)},
@@ -365,9 +368,16 @@ std::string StreamMetricsText(const video::StreamRegistry& registry) {
   for (const video::StreamInfo& s : streams) {
     const video::IngestCounters& c = s.counters;
     const std::pair<const char*, int64_t> stages[] = {
-        {"received", c.received},       {"decoded", c.decoded},     {"corrupt", c.corrupt},
-        {"sampled_out", c.sampled_out}, {"submitted", c.submitted}, {"detected", c.detected},
-        {"superseded", c.superseded},   {"expired", c.expired},     {"failed", c.failed}};
+        {"received", c.received},
+        {"decoded", c.decoded},
+        {"dropped_catchup", c.dropped_catchup},
+        {"corrupt", c.corrupt},
+        {"sampled_out", c.sampled_out},
+        {"submitted", c.submitted},
+        {"detected", c.detected},
+        {"superseded", c.superseded},
+        {"expired", c.expired},
+        {"failed", c.failed}};
     for (const auto& [stage, n] : stages) {
       Sample(out, "mogserve_stream_frames_total", label(s) + ",stage=\"" + stage + "\"",
              static_cast<double>(n));
@@ -377,8 +387,13 @@ std::string StreamMetricsText(const video::StreamRegistry& registry) {
   for (const video::StreamInfo& s : streams) {
     const video::IngestRates& f = s.status.fps;
     const std::pair<const char*, double> stages[] = {
-        {"received", f.received},       {"decoded", f.decoded},   {"corrupt", f.corrupt},
-        {"sampled_out", f.sampled_out}, {"detected", f.detected}, {"superseded", f.superseded},
+        {"received", f.received},
+        {"decoded", f.decoded},
+        {"dropped_catchup", f.dropped_catchup},
+        {"corrupt", f.corrupt},
+        {"sampled_out", f.sampled_out},
+        {"detected", f.detected},
+        {"superseded", f.superseded},
         {"expired", f.expired}};
     for (const auto& [stage, v] : stages) {
       Sample(out, "mogserve_stream_fps", label(s) + ",stage=\"" + stage + "\"", v);

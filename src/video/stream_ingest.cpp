@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/clock.h"
@@ -109,6 +110,7 @@ IngestStatus StreamIngest::status() const {
   s.counters = counters_;
   s.fps.received = window_.PerSecond(StreamEvent::kReceived, now);
   s.fps.decoded = window_.PerSecond(StreamEvent::kDecoded, now);
+  s.fps.dropped_catchup = window_.PerSecond(StreamEvent::kDroppedCatchup, now);
   s.fps.corrupt = window_.PerSecond(StreamEvent::kCorrupt, now);
   s.fps.sampled_out = window_.PerSecond(StreamEvent::kSampledOut, now);
   s.fps.detected = window_.PerSecond(StreamEvent::kDetected, now);
@@ -161,7 +163,10 @@ void StreamIngest::Run() {
 
 StreamIngest::Attempt StreamIngest::Connect() {
   VideoSourceOptions source = options_.source;
-  if (live_) source.no_frame_timeout = options_.no_frame_timeout;
+  if (live_) {
+    source.no_frame_timeout = options_.no_frame_timeout;
+    source.catch_up = true;  // a file read in bulk or paced is never behind its source
+  }
   std::unique_ptr<VideoReader> previous;
   {
     std::lock_guard<std::mutex> lock(reader_mu_);
@@ -180,9 +185,11 @@ StreamIngest::Attempt StreamIngest::Connect() {
     std::lock_guard<std::mutex> lock(mu_);
     if (opened_) ++status_.reconnects;
     status_.codec = reader.codec_name();
+    status_.decoder = reader.decoder_name();
     status_.source_fps = reader.frame_rate();
   }
   opened_ = true;
+  spdlog::info("stream {}: {}: decoder {}", options_.id, display_url_, reader.decoder_name());
   SetState(StreamState::kRunning, std::nullopt);
   SteadyClock::time_point first_frame{};
   Attempt attempt;
@@ -209,10 +216,15 @@ bool StreamIngest::ConnectionEnded(const VideoReader& reader, const VideoError& 
 void StreamIngest::TakeReaderCounts(const VideoReader& reader, ReaderCounters* seen) {
   const ReaderCounters now = reader.counters();
   const auto t = SteadyClock::now();
+  const int64_t dropped = now.dropped_catchup - seen->dropped_catchup;
   counters_.received += now.packets - seen->packets;
   counters_.corrupt += now.corrupt - seen->corrupt;
+  counters_.decoded += dropped;  // together: every snapshot of the counters adds up
+  counters_.dropped_catchup += dropped;
   window_.Add(StreamEvent::kReceived, t, now.packets - seen->packets);
   window_.Add(StreamEvent::kCorrupt, t, now.corrupt - seen->corrupt);
+  window_.Add(StreamEvent::kDecoded, t, dropped);
+  window_.Add(StreamEvent::kDroppedCatchup, t, dropped);
   *seen = now;
 }
 
@@ -248,11 +260,14 @@ std::optional<VideoError> StreamIngest::ReadFrames(VideoReader& reader,
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
+      const double offset_s = Seconds(frame.arrival) - frame.pts_s;
       if (*first_frame == SteadyClock::time_point{}) {
         *first_frame = frame.arrival;
-        lag_origin_s_ = Seconds(frame.arrival) - frame.pts_s;
+        lag_origin_s_ = offset_s;
       }
-      status_.lag_ms = (Seconds(frame.arrival) - frame.pts_s - lag_origin_s_) * 1000;
+      lag_origin_s_ = std::min(lag_origin_s_, offset_s);
+      status_.lag_ms = (offset_s - lag_origin_s_) * 1000;
+      status_.decoder = reader.decoder_name();  // NVDEC may be refused at the first frame
       status_.width = frame.width;
       status_.height = frame.height;
     }
@@ -280,15 +295,30 @@ bool StreamIngest::WaitUntil(SteadyClock::time_point t) {
   return !cv_.wait_until(lock, t, [&] { return stop_.load(); });
 }
 
-void StreamIngest::Submit(VideoReader& reader, const FrameInfo& frame, int64_t sampled_before) {
-  pipeline::PreparedCanvas canvas = reader.Scale(pipeline_.buckets(), pipeline_.canvas_pool());
-  std::shared_ptr<const image::Image> preview;
-  if (options_.preview_max_side_px > 0) {
-    preview = std::make_shared<const image::Image>(reader.Preview(options_.preview_max_side_px));
+std::shared_ptr<const image::Image> StreamIngest::TakePreview(VideoReader& reader,
+                                                             const FrameInfo& frame) {
+  if (options_.preview_max_side_px <= 0) return nullptr;
+  const double scale = std::min(
+      1.0, static_cast<double>(options_.preview_max_side_px) / std::max(frame.width, frame.height));
+  const auto bytes = static_cast<int64_t>(frame.width * scale * frame.height * scale * 3);
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto room = [&] {
+      return preview_bytes_ == 0 || preview_bytes_ + bytes <= options_.preview_budget_bytes;
+    };
+    if (paced_ && !room()) return nullptr;
+    cv_.wait(lock, [&] { return stop_ || room(); });  // results free previews (OnResult)
   }
+  return std::make_shared<const image::Image>(reader.Preview(options_.preview_max_side_px));
+}
+
+void StreamIngest::Submit(VideoReader& reader, const FrameInfo& frame, int64_t sampled_before) {
+  std::shared_ptr<const image::Image> preview = TakePreview(reader, frame);
+  pipeline::PreparedCanvas canvas = reader.Scale(pipeline_.buckets(), pipeline_.canvas_pool());
   int64_t seq = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (preview) preview_bytes_ += static_cast<int64_t>(preview->data.size());
     seq = next_seq_++;
     pending_[seq] = {frame, canvas.preprocess_ms, sampled_before, std::move(preview)};
     ++counters_.decoded;
@@ -342,6 +372,9 @@ void StreamIngest::OnResult(int64_t seq, pipeline::RequestResult result) {
        it = ended_.find(next_delivery_)) {
     auto pending = pending_.find(next_delivery_);
     skipped_ += pending->second.sampled_before;
+    if (pending->second.preview) {
+      preview_bytes_ -= static_cast<int64_t>(pending->second.preview->data.size());
+    }
     if (it->second.outcome == Outcome::kDone) {
       FrameResult r;
       r.stream = options_.id;

@@ -53,6 +53,11 @@ struct IngestOptions {
   // Each submitted frame also as a picture of at most this long side (FrameResult::preview),
   // for snapshots, MJPEG and saved frames; 0: none.
   int preview_max_side_px = 0;
+  // Most bytes of previews the stream's frames in flight may hold (a full-size 1080p one is
+  // 6.2 MB; specs/video_streams.md §6 allows 48 MiB a stream in all). Beyond it, a bulk reader
+  // waits for results to free some; a paced frame goes without (its result has no preview).
+  // One frame may always hold one.
+  int64_t preview_budget_bytes = 24 << 20;
 };
 
 enum class StreamState { kConnecting, kRunning, kReconnecting, kEnded, kFailed };
@@ -71,13 +76,18 @@ struct FrameResult {
   std::shared_ptr<const image::Image> preview;
 };
 
-// Every decoded frame ends in exactly one of sampled_out or submitted; every submitted frame in
-// one of detected, superseded, expired or failed (or is still in flight).
+// Every frame through the decoder stage ends in exactly one of dropped_catchup, sampled_out or
+// submitted (decoded = dropped_catchup + sampled_out + submitted, specs/video_streams.md §5);
+// every submitted frame in one of detected, superseded, expired or failed (or is still in
+// flight).
 struct IngestCounters {
-  int64_t received = 0;     // video packets read (after each connection's first keyframe)
-  int64_t decoded = 0;      // undamaged frames out of the decoder
-  int64_t corrupt = 0;      // damaged frames or packets, not detected
-  int64_t sampled_out = 0;  // left out by detect_fps
+  int64_t received = 0;  // video packets read (after each connection's first keyframe)
+  // Frames through the decoder stage: undamaged frames out of the decoder, plus the packets it
+  // dropped undecoded to catch up (dropped_catchup); decoded − dropped_catchup were decoded.
+  int64_t decoded = 0;
+  int64_t dropped_catchup = 0;  // live: not decoded while reading lagged the source (CatchUp)
+  int64_t corrupt = 0;          // damaged frames or packets, not detected
+  int64_t sampled_out = 0;      // left out by detect_fps
   int64_t submitted = 0;
   int64_t detected = 0;
   int64_t superseded = 0;  // replaced in the queue by a newer frame (paced only)
@@ -89,6 +99,7 @@ struct IngestCounters {
 struct IngestRates {
   double received = 0;
   double decoded = 0;
+  double dropped_catchup = 0;
   double corrupt = 0;
   double sampled_out = 0;
   double detected = 0;
@@ -103,11 +114,14 @@ struct IngestStatus {
   int64_t reconnects = 0;                         // connections re-established after a loss
   std::optional<VideoError> last_error;           // the latest loss or failure, kept once mended
   std::chrono::system_clock::time_point last_error_at{};
-  std::string codec;  // of the current connection; "" before the first open
+  std::string codec;    // of the current connection; "" before the first open
+  std::string decoder;  // VideoReader::decoder_name(): "h264 (software; cuda unavailable: ...)"
   int width = 0;      // of the latest frame
   int height = 0;
   double source_fps = 0;  // the frame rate the source announces, 0 if unknown
-  double lag_ms = 0;      // how far the latest frame's reading trails its presentation time
+  // How far the latest frame's reading trails its presentation time, measured from the
+  // connection's least-late frame (CatchUp's lag).
+  double lag_ms = 0;
   IngestCounters counters;
   IngestRates fps;
   LatencyPercentiles latency;  // arrival → result of the frames detected in the last 10 s
@@ -176,6 +190,8 @@ class StreamIngest {
   void TakeReaderCounts(const VideoReader& reader, ReaderCounters* seen);  // requires mu_
   bool WaitUntil(std::chrono::steady_clock::time_point t);  // false when stopped first
   void Submit(VideoReader& reader, const FrameInfo& frame, int64_t sampled_before);
+  // The frame's preview when the budget allows (a bulk reader waits for room); null without.
+  std::shared_ptr<const image::Image> TakePreview(VideoReader& reader, const FrameInfo& frame);
   void OnResult(int64_t seq, pipeline::RequestResult result);
   void Count(scheduler::Outcome outcome);  // requires mu_
 
@@ -198,12 +214,13 @@ class StreamIngest {
   IngestCounters counters_;     // guarded by mu_
   IngestStatus status_;         // state, since, reconnects, errors, source; guarded by mu_
   StreamWindow window_;         // guarded by mu_
-  double lag_origin_s_ = 0;     // arrival − pts of a connection's first frame; guarded by mu_
+  double lag_origin_s_ = 0;  // least arrival − pts of a connection's frames; guarded by mu_
   std::map<int64_t, Pending> pending_;                // submitted, not yet ended; guarded by mu_
   std::map<int64_t, pipeline::RequestResult> ended_;  // ended out of order; guarded by mu_
   int64_t next_seq_ = 0;                              // guarded by mu_
   int64_t next_delivery_ = 0;                         // guarded by mu_
   int64_t skipped_ = 0;  // since the last delivered result; guarded by mu_
+  int64_t preview_bytes_ = 0;  // held by the previews of pending_; guarded by mu_
   std::thread thread_;
 };
 

@@ -5,6 +5,8 @@ extern "C" {
 #include <libavformat/avformat.h>
 #include <libavutil/avutil.h>
 #include <libavutil/error.h>
+#include <libavutil/hwcontext.h>
+#include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 }
 
@@ -31,8 +33,22 @@ using WallClock = std::chrono::system_clock;
 // broken stream cannot flood the log.
 constexpr int kLogLinesPerSecond = 20;
 
+// While set, this thread's FFmpeg error lines are collected here instead of logged: the reason
+// a hardware decoder could not be opened is in them ("Cannot load libcuda.so.1"), not in its
+// return code.
+thread_local std::string* captured_log = nullptr;
+
 void LogFromFfmpeg(void* avcl, int level, const char* format, va_list args) {
   if (level > AV_LOG_ERROR) return;
+  if (captured_log != nullptr) {
+    char line[512];
+    int print_prefix = 0;
+    av_log_format_line2(nullptr, level, format, args, line, sizeof(line), &print_prefix);
+    std::string text = line;
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    if (!text.empty()) *captured_log += (captured_log->empty() ? "" : "; ") + text;
+    return;
+  }
   static std::mutex mu;
   static SteadyClock::time_point window_start;
   static int lines_in_window = 0;
@@ -92,7 +108,38 @@ std::string Seconds(std::chrono::milliseconds ms) {
   return text;
 }
 
+// Whether FFmpeg's decoder can decode through a CUDA device (NVDEC).
+bool HasCudaConfig(const AVCodec* decoder) {
+  for (int i = 0;; ++i) {
+    const AVCodecHWConfig* config = avcodec_get_hw_config(decoder, i);
+    if (config == nullptr) return false;
+    if ((config->methods & AV_CODEC_HW_CONFIG_METHOD_HW_DEVICE_CTX) != 0 &&
+        config->device_type == AV_HWDEVICE_TYPE_CUDA) {
+      return true;
+    }
+  }
+}
+
 }  // namespace
+
+const char* HwAccelName(HwAccel hwaccel) {
+  switch (hwaccel) {
+    case HwAccel::kAuto:
+      return "auto";
+    case HwAccel::kCuda:
+      return "cuda";
+    case HwAccel::kNone:
+      return "none";
+  }
+  return "none";
+}
+
+std::optional<HwAccel> ParseHwAccel(const std::string& text) {
+  for (HwAccel h : {HwAccel::kAuto, HwAccel::kCuda, HwAccel::kNone}) {
+    if (text == HwAccelName(h)) return h;
+  }
+  return std::nullopt;
+}
 
 const char* VideoErrorName(VideoErrorCode code) {
   switch (code) {
@@ -136,6 +183,11 @@ struct VideoReader::Impl {
   AVCodecContext* codec = nullptr;
   AVPacket* packet = nullptr;
   AVFrame* frame = nullptr;
+  AVBufferRef* hw_device = nullptr;  // the CUDA device the decoder uses; null: software
+  AVFrame* sw_frame = nullptr;       // a frame decoded on the GPU, copied to memory (NV12)
+  AVFrame* picture = nullptr;        // what Next last returned: `frame` or `sw_frame`
+  std::string decoded_by;            // "cuda", "software", "software; <why not cuda>"
+  CatchUp catch_up;
   SwsContext* sws = nullptr;
   SwsContext* preview_sws = nullptr;
   int stream_index = -1;
@@ -160,8 +212,10 @@ struct VideoReader::Impl {
     sws_freeContext(sws);
     sws_freeContext(preview_sws);
     av_frame_free(&frame);
+    av_frame_free(&sw_frame);
     av_packet_free(&packet);
     avcodec_free_context(&codec);
+    av_buffer_unref(&hw_device);
     avformat_close_input(&format);
   }
 
@@ -209,6 +263,14 @@ struct VideoReader::Impl {
 
   std::optional<VideoError> OpenInput();
   std::optional<VideoError> OpenDecoder();
+  // Gives the decoder a CUDA device when asked and possible; notes what decodes and why.
+  void AttachCuda(const AVCodec* decoder, const std::string& name);
+  void FallBackToSoftware(const std::string& why);
+  static AVPixelFormat PickFormat(AVCodecContext* ctx, const AVPixelFormat* formats);
+  // Whether catching up drops the packet just read (counted).
+  bool DropToCatchUp();
+  // Makes `picture` the frame just decoded, copied to memory when it is on the GPU.
+  std::optional<VideoError> TakePicture();
   void RecordArrival();
   FrameInfo DescribeFrame();
 };
@@ -261,11 +323,83 @@ std::optional<VideoError> VideoReader::Impl::OpenDecoder() {
   codec->thread_count = std::max(1, options.decode_threads);
   codec->thread_type = FF_THREAD_SLICE;
   codec->flags |= AV_CODEC_FLAG_LOW_DELAY;
+  AttachCuda(decoder, name);
   rc = avcodec_open2(codec, decoder, nullptr);
   if (rc < 0) return Fail("opening the decoder of", rc);
   time_base = stream->time_base;
   packet = av_packet_alloc();
   frame = av_frame_alloc();
+  sw_frame = av_frame_alloc();
+  catch_up = CatchUp(options.catch_up_options);
+  return std::nullopt;
+}
+
+void VideoReader::Impl::AttachCuda(const AVCodec* decoder, const std::string& name) {
+  decoded_by = "software";
+  if (options.hwaccel == HwAccel::kNone) return;
+  if (!HasCudaConfig(decoder)) {
+    return FallBackToSoftware("this FFmpeg has no cuda decoder for " + name);
+  }
+  std::string ffmpeg_says;
+  captured_log = &ffmpeg_says;
+  const int rc = av_hwdevice_ctx_create(&hw_device, AV_HWDEVICE_TYPE_CUDA, nullptr, nullptr, 0);
+  captured_log = nullptr;
+  if (rc < 0) {
+    return FallBackToSoftware("cuda unavailable: " +
+                              (ffmpeg_says.empty() ? AvErrorText(rc) : ffmpeg_says));
+  }
+  codec->hw_device_ctx = av_buffer_ref(hw_device);
+  codec->opaque = this;
+  codec->get_format = &Impl::PickFormat;
+  decoded_by = "cuda";
+}
+
+void VideoReader::Impl::FallBackToSoftware(const std::string& why) {
+  decoded_by = "software; " + why;
+  if (options.hwaccel == HwAccel::kCuda) {
+    spdlog::warn("{}: --hwaccel cuda: decoding in software: {}", display_url, why);
+  } else {
+    spdlog::info("{}: decoding in software: {}", display_url, why);
+  }
+}
+
+// FFmpeg offers the formats it can decode this stream to, hardware ones first; it asks again
+// without CUDA when NVDEC then fails to set up (an unsupported profile or size).
+AVPixelFormat VideoReader::Impl::PickFormat(AVCodecContext* ctx, const AVPixelFormat* formats) {
+  Impl* self = static_cast<Impl*>(ctx->opaque);
+  for (const AVPixelFormat* f = formats; *f != AV_PIX_FMT_NONE; ++f) {
+    if (*f == AV_PIX_FMT_CUDA) return *f;
+  }
+  for (const AVPixelFormat* f = formats; *f != AV_PIX_FMT_NONE; ++f) {
+    const AVPixFmtDescriptor* desc = av_pix_fmt_desc_get(*f);
+    if (desc != nullptr && (desc->flags & AV_PIX_FMT_FLAG_HWACCEL) == 0) {
+      if (self->decoded_by == "cuda") self->FallBackToSoftware("cuda refused this stream");
+      return *f;
+    }
+  }
+  return AV_PIX_FMT_NONE;
+}
+
+bool VideoReader::Impl::DropToCatchUp() {
+  if (!options.catch_up) return false;
+  const int64_t ts = packet->dts != AV_NOPTS_VALUE ? packet->dts : packet->pts;
+  std::optional<double> ts_s;
+  if (ts != AV_NOPTS_VALUE) ts_s = static_cast<double>(ts) * av_q2d(time_base);
+  const double now_s =
+      std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count();
+  if (!catch_up.Drop(now_s, ts_s, (packet->flags & AV_PKT_FLAG_KEY) != 0)) return false;
+  ++counters.dropped_catchup;
+  return true;
+}
+
+std::optional<VideoError> VideoReader::Impl::TakePicture() {
+  picture = frame;
+  if (frame->format != AV_PIX_FMT_CUDA) return std::nullopt;
+  av_frame_unref(sw_frame);
+  int rc = av_hwframe_transfer_data(sw_frame, frame, 0);  // NV12 (P010 for 10-bit)
+  if (rc >= 0) rc = av_frame_copy_props(sw_frame, frame);
+  if (rc < 0) return Fail("copying a frame decoded on the GPU from", rc);
+  picture = sw_frame;
   return std::nullopt;
 }
 
@@ -334,6 +468,7 @@ VideoReader::ReadState VideoReader::Next(FrameInfo* out) {
         ++m.counters.corrupt;
         continue;
       }
+      if (m.TakePicture()) return ReadState::kFailed;
       m.last = m.DescribeFrame();
       m.pending_decode_ms = 0;
       *out = m.last;
@@ -369,6 +504,10 @@ VideoReader::ReadState VideoReader::Next(FrameInfo* out) {
     }
     m.waiting_for_key = false;
     ++m.counters.packets;
+    if (m.DropToCatchUp()) {
+      av_packet_unref(m.packet);
+      continue;
+    }
     m.RecordArrival();
     start = SteadyClock::now();
     rc = avcodec_send_packet(m.codec, m.packet);
@@ -389,8 +528,8 @@ pipeline::PreparedCanvas VideoReader::Scale(const pipeline::ShapeBuckets& bucket
   Impl& m = *impl_;
   const auto start = SteadyClock::now();
   pipeline::PreparedCanvas out;
-  out.width = m.frame->width;
-  out.height = m.frame->height;
+  out.width = m.picture->width;
+  out.height = m.picture->height;
   out.decode_ms = m.last.decode_ms;
   const pipeline::ShapeBuckets::Placement placement = buckets.Place(out.width, out.height);
   out.bucket = placement.bucket;
@@ -400,11 +539,11 @@ pipeline::PreparedCanvas VideoReader::Scale(const pipeline::ShapeBuckets& bucket
   // Area averaging when shrinking, like the upload path's antialiased resize; a new size (a
   // resolution change) makes a new context.
   m.sws = sws_getCachedContext(
-      m.sws, m.frame->width, m.frame->height, static_cast<AVPixelFormat>(m.frame->format),
+      m.sws, m.picture->width, m.picture->height, static_cast<AVPixelFormat>(m.picture->format),
       box.content_width, box.content_height, AV_PIX_FMT_RGB24, SWS_AREA, nullptr, nullptr, nullptr);
   uint8_t* dst[4] = {out.canvas.data(), nullptr, nullptr, nullptr};
   const int dst_stride[4] = {box.canvas_width * 3, 0, 0, 0};
-  sws_scale(m.sws, m.frame->data, m.frame->linesize, 0, m.frame->height, dst, dst_stride);
+  sws_scale(m.sws, m.picture->data, m.picture->linesize, 0, m.picture->height, dst, dst_stride);
   pipeline::ZeroPadding(box, out.canvas.data());
   out.preprocess_ms = MillisecondsSince(start);
   return out;
@@ -412,16 +551,16 @@ pipeline::PreparedCanvas VideoReader::Scale(const pipeline::ShapeBuckets& bucket
 
 image::Image VideoReader::Preview(int max_side_px) {
   Impl& m = *impl_;
-  const int w = m.frame->width, h = m.frame->height;
+  const int w = m.picture->width, h = m.picture->height;
   const double scale = std::min(1.0, static_cast<double>(max_side_px) / std::max(w, h));
   image::Image out(std::max(1, static_cast<int>(w * scale + 0.5)),
                    std::max(1, static_cast<int>(h * scale + 0.5)));
   m.preview_sws = sws_getCachedContext(
-      m.preview_sws, w, h, static_cast<AVPixelFormat>(m.frame->format), out.width, out.height,
+      m.preview_sws, w, h, static_cast<AVPixelFormat>(m.picture->format), out.width, out.height,
       AV_PIX_FMT_RGB24, SWS_AREA, nullptr, nullptr, nullptr);
   uint8_t* dst[4] = {out.data.data(), nullptr, nullptr, nullptr};
   const int dst_stride[4] = {out.width * 3, 0, 0, 0};
-  sws_scale(m.preview_sws, m.frame->data, m.frame->linesize, 0, h, dst, dst_stride);
+  sws_scale(m.preview_sws, m.picture->data, m.picture->linesize, 0, h, dst, dst_stride);
   return out;
 }
 
@@ -439,6 +578,11 @@ const std::string& VideoReader::display_url() const {
 
 std::string VideoReader::codec_name() const {
   return impl_->codec != nullptr ? avcodec_get_name(impl_->codec->codec_id) : "";
+}
+
+std::string VideoReader::decoder_name() const {
+  if (impl_->codec == nullptr) return "";
+  return codec_name() + " (" + impl_->decoded_by + ")";
 }
 
 int64_t VideoReader::expected_frames() const {

@@ -20,10 +20,21 @@
 #include "pipeline/canvas_pool.h"
 #include "pipeline/prepared_canvas.h"
 #include "pipeline/shape_buckets.h"
+#include "video/catch_up.h"
 #include "video/source_url.h"
 #include "video/video_error.h"
 
 namespace mogserve::video {
+
+// Where frames are decoded (specs/video_streams.md §1). kAuto and kCuda try NVDEC through
+// FFmpeg's CUDA hwcontext (libcuda.so.1 and libnvcuvid.so.1 are loaded by FFmpeg at run time)
+// and decode in software when that fails, saying why in decoder_name(); kCuda also logs the
+// fallback as a warning. kNone: software.
+enum class HwAccel { kAuto, kCuda, kNone };
+// "auto", "cuda", "none".
+const char* HwAccelName(HwAccel hwaccel);
+// The inverse of HwAccelName; nullopt for any other text.
+std::optional<HwAccel> ParseHwAccel(const std::string& text);
 
 struct VideoSourceOptions {
   std::string url;  // a path or a URL (source_url.h); may hold credentials
@@ -39,6 +50,10 @@ struct VideoSourceOptions {
   // Live sources: a Next() that gets no frame for this long fails with kTimeout even while bytes
   // still arrive (a camera sending only broken or non-video data). Zero: no watchdog.
   std::chrono::milliseconds no_frame_timeout{0};
+  HwAccel hwaccel = HwAccel::kNone;
+  // Live sources: drop packets before decoding while reading lags the source (CatchUp).
+  bool catch_up = false;
+  CatchUpOptions catch_up_options;
 };
 
 struct FrameInfo {
@@ -56,6 +71,7 @@ struct ReaderCounters {
   int64_t packets = 0;  // video packets read (after the first keyframe)
   int64_t decoded = 0;  // frames out of the decoder, corrupt ones included
   int64_t corrupt = 0;  // frames the decoder flagged as damaged: skipped
+  int64_t dropped_catchup = 0;  // packets dropped undecoded to catch up (counted in `packets`)
 };
 
 class VideoReader {
@@ -88,6 +104,10 @@ class VideoReader {
   const std::string& display_url() const;
   // The decoder's codec name ("h264"); empty before Open succeeds.
   std::string codec_name() const;
+  // The codec and where it is decoded, with the reason for a fallback: "h264 (cuda)",
+  // "h264 (software)", "h264 (software; cuda unavailable: Cannot load libcuda.so.1)". Empty
+  // before Open succeeds; may change at the first frame (the decoder may refuse NVDEC then).
+  std::string decoder_name() const;
   // Frames the container announces (files), 0 when unknown (live sources).
   int64_t expected_frames() const;
   // The stream's nominal frame rate, 0 when unknown.

@@ -138,6 +138,13 @@ class ScriptedHandler : public HttpHandler {
       }
       return later_.Run(milliseconds(40), [stream] { stream->End(); });
     }
+    if (request.path == "/flood") {  // the test writes the pieces (flood())
+      HttpResponse head;
+      head.content_type = "application/octet-stream";
+      std::lock_guard<std::mutex> lock(mu_);
+      flood_ = respond.Stream(std::move(head));
+      return;
+    }
     respond(JsonError(404, "not_found", request.path));
   }
   std::unique_ptr<WebSocketHandler> AcceptWebSocket(const HttpRequest& head,
@@ -157,15 +164,21 @@ class ScriptedHandler : public HttpHandler {
     {
       std::lock_guard<std::mutex> lock(mu_);
       held.swap(held_);
+      flood_.reset();  // a stream holds its connection and the event loop's work
     }
     for (const Responder& r : held) r(Text("released"));
   }
   int sent() const { return sent_.load(); }
+  std::shared_ptr<ResponseStream> flood() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return flood_;
+  }
 
  private:
   Later later_;
   std::mutex mu_;
   std::vector<Responder> held_;  // guarded by mu_
+  std::shared_ptr<ResponseStream> flood_;  // guarded by mu_
   std::atomic<int> sent_{0};
 };
 
@@ -278,6 +291,33 @@ TEST_F(ListenerTest, StreamedAnswersAreChunkedAndTheConnectionGoesOn) {
   const auto echo = conn.ReadResponse(seconds(5));  // the pipelined request after it
   ASSERT_TRUE(echo);
   EXPECT_EQ(echo->body, "GET ");
+}
+
+// A client that takes a streamed answer and never reads: what waits for it is bounded in bytes
+// (kMaxQueuedBytes, 4 MiB), not only in pieces (256 of 256 KiB would be 64 MiB), and then its
+// connection is closed.
+TEST_F(ListenerTest, AStreamToAClientThatDoesNotReadIsClosedAtItsByteBound) {
+  Start();
+  RawConnection conn(port_);  // never reads
+  ASSERT_TRUE(conn.Send(GetRequest("/flood")));
+  std::shared_ptr<ResponseStream> stream;
+  ASSERT_TRUE(Eventually([&] { return (stream = handler_.flood()) != nullptr; }));
+  const std::string piece(256 << 10, 'x');
+  int written = 0;
+  int64_t most_unsent = 0;
+  while (stream->open() && written < 200) {
+    stream->Write(piece);
+    ++written;
+    std::this_thread::sleep_for(milliseconds(2));
+    most_unsent = std::max(most_unsent, stream->unsent_bytes());
+  }
+  EXPECT_TRUE(Eventually([&] { return !stream->open(); }));
+  // The kernel's socket buffers take some before anything queues here.
+  EXPECT_LT(written, 120);
+  EXPECT_GT(most_unsent, 0);
+  EXPECT_LE(most_unsent, ResponseStream::kMaxQueuedBytes + static_cast<int64_t>(piece.size()) + 64);
+  stream.reset();
+  handler_.Release();
 }
 
 TEST_F(ListenerTest, AtTheCapIdleConnectionsMakeRoomAndBusyOnesDoNot) {

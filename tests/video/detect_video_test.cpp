@@ -82,6 +82,39 @@ TEST(DetectVideo, FileGivesEveryFrameInOrderWithItsOwnFaces) {
   }
 }
 
+// specs/video_streams.md §1: --hwaccel asks for NVDEC; where FFmpeg cannot load NVIDIA's driver
+// (no GPU here) the video is decoded in software, the summary says so with FFmpeg's reason,
+// `cuda` warns, and the faces are the same.
+TEST(DetectVideo, HwaccelFallsBackToSoftwareAndSaysWhy) {
+  for (const std::string hwaccel : {"cuda", "auto", "none"}) {
+    SCOPED_TRACE("--hwaccel " + hwaccel);
+    const ProcessResult r =
+        RunMogserve({"detect-video", "--model-dir", TestModelDir(), ClipPath("clip.mp4"),
+                     "--detect-fps", "5", "--hwaccel", hwaccel});
+    ASSERT_EQ(r.exit_code, 0) << r.Describe();
+    const std::vector<nlohmann::json> lines = ParseJsonLines(r.out);
+    ASSERT_EQ(lines.size(), 50u);
+    for (const nlohmann::json& line : lines) ExpectClipFrame(line);
+    if (hwaccel == "none") {
+      EXPECT_NE(r.err.find("decoder h264 (software)): 250 frames decoded"), std::string::npos)
+          << r.err;
+      EXPECT_EQ(r.err.find("cuda"), std::string::npos) << r.err;
+      continue;
+    }
+    const bool on_gpu = r.err.find("decoder h264 (cuda)): 250 frames decoded") != std::string::npos;
+    if (on_gpu) continue;
+    EXPECT_NE(r.err.find("decoder h264 (software; cuda unavailable: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("libcuda.so.1"), std::string::npos) << r.err;  // FFmpeg's own reason
+    EXPECT_EQ(r.err.find("--hwaccel cuda: decoding in software") != std::string::npos,
+              hwaccel == "cuda")
+        << r.err;
+  }
+  const ProcessResult bad = RunMogserve(
+      {"detect-video", "--model-dir", TestModelDir(), ClipPath("clip.mp4"), "--hwaccel", "gpu"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.Describe();
+  EXPECT_NE(bad.err.find("--hwaccel: gpu not in {auto,cuda,none}"), std::string::npos) << bad.err;
+}
+
 TEST(DetectVideo, DetectFpsSamplesFramesAndCountsTheSkipped) {
   const ProcessResult r =
       RunMogserve(DetectVideoArgs({ClipPath("clip_hevc.mp4"), "--detect-fps", "5"}));
@@ -138,6 +171,57 @@ TEST(DetectVideo, SaveFramesKeepsFramesWithFacesAndTheirBoxes) {
                                          "/proc/nope/frames"}))
                 .exit_code,
             2);
+}
+
+// Runs mogserve with `args` to its end; the most memory it held (sampled while it runs).
+int64_t PeakResidentOf(const std::vector<std::string>& args) {
+  ChildProcess child;
+  if (!child.Start(MogserveBinary(), args)) return -1;
+  int64_t peak = 0;
+  while (child.Running()) {
+    peak = std::max(peak, child.PeakResidentBytes());
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  const ProcessResult r = child.Wait(std::chrono::seconds(10));
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  return peak;
+}
+
+// specs/video_streams.md §6: --save-frames keeps a full-size copy of the frames in flight, at
+// most 24 MiB of them a stream. A 1080p file (6.2 MB a frame) read in bulk behind batches of 16
+// would otherwise hold a queue of 48 of them (300 MB).
+TEST(DetectVideo, SaveFramesStaysWithinItsMemoryBoundAt1080p) {
+  TempDir dir;
+  const std::string clip = dir / "clip1080.mp4";
+  ChildProcess encode;
+  ASSERT_TRUE(encode.Start(MOGSERVE_FFMPEG,
+                           {"-nostdin", "-v", "error", "-i", ClipPath("clip.mp4"), "-t", "4", "-vf",
+                            "scale=1920:1080", "-c:v", "libx264", "-preset", "ultrafast", "-g",
+                            "25", "-bf", "0", clip}));
+  ASSERT_EQ(encode.Wait(std::chrono::seconds(120)).exit_code, 0);
+  const std::vector<std::string> common = {"detect-video", "--model-dir", TestModelDir(), "-q",
+                                           "--batch-size", "16", clip, "-o", dir / "out.jsonl"};
+  const int64_t plain = PeakResidentOf(common);
+  std::vector<std::string> saving = common;
+  saving.insert(saving.end(),
+                {"--save-frames", dir / "frames", "--save-frames-interval", "0"});
+  const int64_t saved = PeakResidentOf(saving);
+  ASSERT_GT(plain, 0);
+  const double extra_mib = static_cast<double>(saved - plain) / (1 << 20);
+  std::printf("1080p detect-video: peak %.1f MiB, with --save-frames %.1f MiB (%+.1f MiB)\n",
+              static_cast<double>(plain) / (1 << 20), static_cast<double>(saved) / (1 << 20),
+              extra_mib);
+  EXPECT_LT(extra_mib, 48);
+  // Every frame with faces (0-99 all have some) was saved at the source's size.
+  int jpegs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path() / "frames")) {
+    jpegs += entry.path().extension() == ".jpg" ? 1 : 0;
+  }
+  EXPECT_EQ(jpegs, 100);
+  const std::vector<uint8_t> bytes = ReadBytes(dir.path() / "frames" / "0_000000.jpg");
+  const auto first = image::Decode(bytes);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->image.width, 1920);
 }
 
 TEST(DetectVideo, RealtimePacesAFileLikeACamera) {

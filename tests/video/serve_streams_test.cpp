@@ -206,6 +206,9 @@ class LoopingPublisher {
     child_->Signal(SIGKILL);
     child_->Wait(std::chrono::seconds(10));
   }
+  // Stops sending (the process is stopped); once resumed, -re sends what it owes at once.
+  bool Pause() { return child_->Signal(SIGSTOP); }
+  bool Resume() { return child_->Signal(SIGCONT); }
   std::string url() const { return "tcp://127.0.0.1:" + std::to_string(port_); }
 
  private:
@@ -217,17 +220,78 @@ int64_t Frames(const nlohmann::json& s, const char* stage) {
   return s["frames"][stage].get<int64_t>();
 }
 
-// specs/video_streams.md §5: every decoded frame is sampled out or submitted; every submitted
-// one detected, superseded, expired, failed or still in flight (at most one queued and one
-// running per stream).
+// specs/video_streams.md §5: every frame through the decoder is dropped to catch up, sampled
+// out or submitted; every submitted one detected, superseded, expired, failed or still in
+// flight (at most one queued and one running per stream).
 void ExpectIdentities(const nlohmann::json& s) {
   SCOPED_TRACE(s.dump());
-  EXPECT_EQ(Frames(s, "decoded"), Frames(s, "sampled_out") + Frames(s, "submitted"));
+  EXPECT_EQ(Frames(s, "decoded"),
+            Frames(s, "dropped_catchup") + Frames(s, "sampled_out") + Frames(s, "submitted"));
   const int64_t in_flight = Frames(s, "submitted") - Frames(s, "detected") -
                             Frames(s, "superseded") - Frames(s, "expired") - Frames(s, "failed");
   EXPECT_GE(in_flight, 0);
   EXPECT_LE(in_flight, 2);
   EXPECT_EQ(Frames(s, "failed"), 0);
+}
+
+// specs/video_streams.md §4: a live source whose frames come in seconds late (the camera's
+// publisher stalls for 3 s, then sends its backlog at once) is caught up by dropping non-key
+// packets undecoded until the lag is under 200 ms and the next keyframe comes; then every
+// frame is decoded again. The decoder field says what decodes (no GPU here: software, and why).
+TEST(ServeStreams, AStreamFallenBehindDropsFramesToCatchUp) {
+  const int port = video::testing::ClosedTcpPort();
+  LoopingPublisher publisher(port);
+  ASSERT_TRUE(publisher.Start());
+  ServeProcess server;
+  ASSERT_TRUE(server.Start({}));
+  ASSERT_TRUE(server.WaitReady()) << server.Log();
+  auto client = server.NewClient();
+  ASSERT_EQ(Post(*client, {{"id", "cam"}, {"url", publisher.url()}, {"detect_fps", 2}})->status,
+            201);
+  const nlohmann::json before = WaitForStream(*client, "cam", [](const nlohmann::json& s) {
+    return s["state"] == "running" && Frames(s, "detected") >= 2 && Frames(s, "decoded") >= 50;
+  });
+  EXPECT_EQ(Frames(before, "dropped_catchup"), 0) << before;
+  const std::string decoder = before["decoder"];
+  EXPECT_TRUE(decoder == "h264 (cuda)" ||
+              decoder.rfind("h264 (software; cuda unavailable: ", 0) == 0)
+      << decoder;
+
+  ASSERT_TRUE(publisher.Pause());
+  std::this_thread::sleep_for(milliseconds(3000));
+  ASSERT_TRUE(publisher.Resume());
+  const auto resumed = std::chrono::steady_clock::now();
+  const nlohmann::json caught_up = WaitForStream(*client, "cam", [&](const nlohmann::json& s) {
+    return Frames(s, "dropped_catchup") > 0 && Frames(s, "decoded") >= Frames(before, "decoded") +
+                                                                           4 * 25;
+  });
+  // About 3 s of frames (75) minus a keyframe a second were dropped, not decoded.
+  EXPECT_GT(Frames(caught_up, "dropped_catchup"), 25) << caught_up;
+  EXPECT_LT(Frames(caught_up, "dropped_catchup"), 100) << caught_up;
+  EXPECT_EQ(caught_up["state"], "running");
+  EXPECT_EQ(caught_up["reconnects"], 0);
+  ExpectIdentities(caught_up);
+  // Caught up: the lag is back under 200 ms and stays there; nothing more is dropped.
+  std::this_thread::sleep_for(milliseconds(1000));
+  auto got = client->Get("/v1/streams/cam");
+  ASSERT_TRUE(got);
+  const nlohmann::json after = nlohmann::json::parse(got->body);
+  EXPECT_LT(after["lag_ms"].get<double>(), 200) << after;
+  EXPECT_EQ(Frames(after, "dropped_catchup"), Frames(caught_up, "dropped_catchup")) << after;
+  EXPECT_GT(Frames(after, "detected"), Frames(before, "detected"));
+  ExpectIdentities(after);
+  EXPECT_LT(std::chrono::steady_clock::now() - resumed, std::chrono::seconds(20));
+  std::printf("3 s stall: %lld frames dropped to catch up, lag then %.1f ms, decoder %s\n",
+              static_cast<long long>(Frames(after, "dropped_catchup")),
+              after["lag_ms"].get<double>(), decoder.c_str());
+
+  auto metrics = client->Get("/metrics");
+  ASSERT_EQ(metrics->status, 200);
+  EXPECT_GE(MetricValue(ParseMetrics(metrics->body),
+                        "mogserve_stream_frames_total{stream=\"cam\",stage=\"dropped_catchup\"}"),
+            Frames(caught_up, "dropped_catchup"));
+  const ProcessResult stopped = server.Stop();
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.Describe();
 }
 
 TEST(ServeStreams, ALostSourceReconnectsWhileAnotherStreamRunsOn) {

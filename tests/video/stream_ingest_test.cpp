@@ -46,7 +46,7 @@ struct Results {
 };
 
 void ExpectIdentities(const IngestCounters& c) {
-  EXPECT_EQ(c.decoded, c.sampled_out + c.submitted);
+  EXPECT_EQ(c.decoded, c.dropped_catchup + c.sampled_out + c.submitted);
   EXPECT_EQ(c.submitted, c.detected + c.superseded + c.expired + c.failed);
 }
 
@@ -130,6 +130,31 @@ TEST(StreamIngest, RealtimeFramesAreSupersededBehindASlowEngine) {
   EXPECT_EQ(static_cast<int64_t>(results.all.size()), c.detected);
   EXPECT_LE(accounted, c.decoded);
   EXPECT_GE(accounted, c.decoded - c.superseded);
+}
+
+// specs/video_streams.md §6: full-size previews (detect-video --save-frames) are bounded per
+// stream. A file read in bulk behind a stuck engine would queue 8 frames (the queue's capacity)
+// of 2.8 MB each; with an 8.5 MB budget the reader stops at 3 and waits for results.
+TEST(StreamIngest, PreviewsInFlightStayWithinTheirBudget) {
+  FakeEngine engine(/*open=*/false);
+  auto pipeline = pipeline::Pipeline::Create({&engine}, Options());
+  ASSERT_TRUE(pipeline.ok());
+  Results results;
+  IngestOptions o = Ingest(ClipPath("clip.mp4"));
+  o.preview_max_side_px = 1 << 15;  // the source's size: 1280×720×3 bytes
+  o.preview_budget_bytes = 3 * 1280 * 720 * 3 + 1000;
+  StreamIngest stream(**pipeline, o, results.callback());
+  engine.WaitForCalls(1);
+  std::this_thread::sleep_for(milliseconds(300));  // time to read on, were it not held
+  EXPECT_EQ(stream.counters().submitted, 3);
+  engine.Open();
+  EXPECT_EQ(stream.Wait(), std::nullopt);
+  ASSERT_EQ(results.all.size(), static_cast<size_t>(kClipFrames));
+  for (const FrameResult& r : results.all) {
+    ASSERT_NE(r.preview, nullptr) << r.seq;  // a bulk reader waits: every frame keeps its own
+    EXPECT_EQ(r.preview->width, 1280);
+  }
+  ExpectIdentities(stream.counters());
 }
 
 TEST(StreamIngest, StopEndsAStreamBlockedOnASilentSource) {

@@ -72,6 +72,83 @@ TEST(VideoReader, ReadsEveryFrameOfTheH264Clip) {
   EXPECT_EQ(reader.expected_frames(), kClipFrames);
 }
 
+// specs/video_streams.md §4, with a reader held back by its consumer: 10 frames, a 2 s stall,
+// then the rest as fast as the file gives them. The stalled packets are read ~2 s late, so
+// non-key ones are dropped undecoded, keyframes (one a second) still decoded, until the lag is
+// under 200 ms and the next keyframe comes; from there every frame is decoded again.
+TEST(VideoReader, CatchUpDropsNonKeyPacketsWhileTheReaderLags) {
+  VideoSourceOptions options = Source(ClipPath("clip.mp4"));
+  options.catch_up = true;
+  VideoReader reader(options);
+  ASSERT_EQ(reader.Open(), std::nullopt) << reader.error().message;
+  FrameInfo frame;
+  std::vector<int> source_frames;  // which of the clip's frames came out, by their pts
+  while (reader.Next(&frame) == VideoReader::ReadState::kFrame) {
+    source_frames.push_back(static_cast<int>(std::lround(frame.pts_s * 25)));
+    if (source_frames.size() == 10) std::this_thread::sleep_for(milliseconds(2000));
+  }
+  EXPECT_EQ(reader.error().message, "");
+  const ReaderCounters c = reader.counters();
+  EXPECT_EQ(c.packets, kClipFrames);
+  EXPECT_EQ(c.decoded + c.dropped_catchup, kClipFrames);
+  EXPECT_EQ(c.decoded, static_cast<int64_t>(source_frames.size()));
+  // 15 + 24 frames of the first two seconds; the lag falls 40 ms a frame from ~2 s, so
+  // about 24 more before the keyframe at 3 s.
+  EXPECT_GE(c.dropped_catchup, 39);
+  EXPECT_LE(c.dropped_catchup, 90);
+  ASSERT_GT(source_frames.size(), 12u);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(source_frames[i], i);
+  EXPECT_EQ(source_frames[10], 25);  // the next keyframe: the non-key ones before it dropped
+  EXPECT_EQ(source_frames[11], 50);
+  // Caught up by 4 s at the latest: the last 150 frames all decoded, in order.
+  const std::vector<int> tail(source_frames.end() - 150, source_frames.end());
+  for (int i = 0; i < 150; ++i) ASSERT_EQ(tail[i], 100 + i);
+}
+
+TEST(VideoReader, CatchUpLeavesASourceReadAheadOfRealTimeAlone) {
+  VideoSourceOptions options = Source(ClipPath("clip.mp4"));
+  options.catch_up = true;
+  VideoReader reader(options);
+  ASSERT_EQ(reader.Open(), std::nullopt);
+  FrameInfo frame;
+  int n = 0;
+  while (reader.Next(&frame) == VideoReader::ReadState::kFrame) ++n;
+  EXPECT_EQ(n, kClipFrames);
+  EXPECT_EQ(reader.counters().dropped_catchup, 0);
+}
+
+// specs/video_streams.md §1: NVDEC when asked and possible; here (no NVIDIA driver) software,
+// the reason FFmpeg gave in the decoder's name, every frame decoded.
+TEST(VideoReader, HwAccelFallsBackToSoftwareAndSaysWhy) {
+  for (HwAccel hwaccel : {HwAccel::kCuda, HwAccel::kAuto, HwAccel::kNone}) {
+    SCOPED_TRACE(HwAccelName(hwaccel));
+    VideoSourceOptions options = Source(ClipPath("clip.mp4"));
+    options.hwaccel = hwaccel;
+    VideoReader reader(options);
+    ASSERT_EQ(reader.Open(), std::nullopt) << reader.error().message;
+    const std::string decoder = reader.decoder_name();
+    if (hwaccel == HwAccel::kNone) {
+      EXPECT_EQ(decoder, "h264 (software)");
+    } else if (decoder != "h264 (cuda)") {
+      EXPECT_EQ(decoder.rfind("h264 (software; cuda unavailable: ", 0), 0u) << decoder;
+      EXPECT_NE(decoder.find("libcuda.so.1"), std::string::npos) << decoder;
+    }
+    FrameInfo frame;
+    int n = 0;
+    while (reader.Next(&frame) == VideoReader::ReadState::kFrame) {
+      if (n++ > 0) continue;
+      const image::Image preview = reader.Preview(640);  // from the picture in memory
+      EXPECT_EQ(preview.width, 640);
+      EXPECT_EQ(preview.height, 360);
+    }
+    EXPECT_EQ(n, kClipFrames);
+  }
+  EXPECT_EQ(ParseHwAccel("cuda"), HwAccel::kCuda);
+  EXPECT_EQ(ParseHwAccel("auto"), HwAccel::kAuto);
+  EXPECT_EQ(ParseHwAccel("none"), HwAccel::kNone);
+  EXPECT_EQ(ParseHwAccel("gpu"), std::nullopt);
+}
+
 TEST(VideoReader, ReadsEveryFrameOfTheHevcClip) {
   ExpectWholeClip("clip_hevc.mp4", "hevc");
 }

@@ -135,6 +135,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool stream_ending_ = false;
   bool stream_close_ = false;             // close after it
   std::atomic<bool> stream_open_{false};  // read by the stream's holder on other threads
+  // Bytes in stream_queue_: written on the strand, read by the stream's holder.
+  std::atomic<int64_t> stream_queued_bytes_{0};
 
   // WebSocket state, on the strand; ws_ is declared after socket_, so it goes first.
   struct QueuedMessage {

@@ -31,6 +31,7 @@ class ConnectionResponseStream final : public ResponseStream {
     net::post(connection_->socket_.get_executor(), [c = connection_] { c->EndStream(); });
   }
   bool open() const override { return !ended_.load() && connection_->stream_open_.load(); }
+  int64_t unsent_bytes() const override { return connection_->stream_queued_bytes_.load(); }
 
  private:
   net::any_io_executor work_;  // released after connection_ (see ResponderState)
@@ -65,6 +66,7 @@ void Connection::StartStream(HttpResponse head) {
   for (const auto& [name, value] : head.headers) text += name + ": " + value + "\r\n";
   if (stream_chunked_) text += "Transfer-Encoding: chunked\r\n";
   text += stream_close_ ? "Connection: close\r\n\r\n" : "\r\n";
+  stream_queued_bytes_ += static_cast<int64_t>(text.size());
   stream_queue_.push_back(std::move(text));
   WriteStream();
 }
@@ -78,8 +80,12 @@ void Connection::QueueStreamPiece(std::string piece) {
     piece += "\r\n";
   }
   record_.body_bytes += piece.size();
+  stream_queued_bytes_ += static_cast<int64_t>(piece.size());
   stream_queue_.push_back(std::move(piece));
-  if (stream_queue_.size() > ResponseStream::kMaxQueued) return Close();  // not reading
+  if (stream_queue_.size() > ResponseStream::kMaxQueued ||
+      stream_queued_bytes_.load() > ResponseStream::kMaxQueuedBytes) {
+    return Close();  // not reading
+  }
   if (!stream_writing_) WriteStream();
 }
 
@@ -87,7 +93,10 @@ void Connection::EndStream() {
   if (closed_ || stream_ending_) return;
   stream_ending_ = true;
   stream_open_.store(false);
-  if (stream_chunked_) stream_queue_.push_back("0\r\n\r\n");
+  if (stream_chunked_) {
+    stream_queued_bytes_ += 5;
+    stream_queue_.push_back("0\r\n\r\n");
+  }
   if (!stream_writing_) WriteStream();
 }
 
@@ -113,6 +122,8 @@ void Connection::WriteStream() {
                        self->context_->handler->OnExchange(self->record_);
                        return self->Close();
                      }
+                     self->stream_queued_bytes_ -=
+                         static_cast<int64_t>(self->stream_queue_.front().size());
                      self->stream_queue_.pop_front();
                      self->WriteStream();
                    });

@@ -24,14 +24,20 @@ class ResponseStream {
  public:
   virtual ~ResponseStream() = default;
   // Queues a piece. False once the client is gone, or when it leaves more than kMaxQueued
-  // pieces unsent (the connection is then closed: a client that does not read is dropped).
+  // pieces or kMaxQueuedBytes unsent (the connection is then closed: a client that does not
+  // read is dropped).
   virtual bool Write(std::string piece) = 0;
   // Ends the answer; the connection then reads its next request.
   virtual void End() = 0;
   // False once the client is gone or the stream ended.
   virtual bool open() const = 0;
 
+  // Bytes queued and not yet written to the socket (pieces still being handed over not
+  // counted): a writer of large pieces sends only when this is 0 (latest only, as MJPEG does).
+  virtual int64_t unsent_bytes() const = 0;
+
   static constexpr size_t kMaxQueued = 256;
+  static constexpr int64_t kMaxQueuedBytes = 4 << 20;
 };
 
 class Responder {
