@@ -95,8 +95,9 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const EngineFlags& flags) {
   if (!precision.ok()) return FlagError("--precision", precision.status());
   options.precision = *precision;
   options.calibration = flags.calibration;
-  if (options.precision == engine::Precision::kInt8 && options.calibration.empty() &&
-      options.model == engine::ModelKind::kSsd) {
+  // The SSD's default calibration (used by int8 only; filled at any precision because commands
+  // such as bench engine --precisions and eval compare switch the precision afterwards).
+  if (options.calibration.empty() && options.model == engine::ModelKind::kSsd) {
     const std::string fallback = DefaultSsdCalibration();
     if (!fallback.empty() && std::filesystem::is_regular_file(fallback)) {
       options.calibration = fallback;
