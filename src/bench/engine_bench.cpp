@@ -63,13 +63,18 @@ Status RunSsdVariant(const Variant& v, const EngineBenchOptions& options,
   return Status::Ok();
 }
 
+// Over the default variant's rows at the first precision measured.
 void SummarizeSsdDefault(EngineBenchReport& report) {
+  if (report.rows.empty()) return;
+  const std::string precision = report.rows.front().precision;
   double batch1_ms = 0;
   for (const EngineBenchRow& r : report.rows) {
-    if (r.variant == kDefaultVariant.name && r.batch == 1) batch1_ms = r.ms_per_image;
+    if (r.variant == kDefaultVariant.name && r.precision == precision && r.batch == 1) {
+      batch1_ms = r.ms_per_image;
+    }
   }
   for (const EngineBenchRow& r : report.rows) {
-    if (r.variant != kDefaultVariant.name) continue;
+    if (r.variant != kDefaultVariant.name || r.precision != precision) continue;
     if (r.images_per_s > report.best_images_per_s) {
       report.best_images_per_s = r.images_per_s;
       report.best_batch = r.batch;
@@ -87,23 +92,33 @@ StatusOr<EngineBenchReport> RunSsdBench(const EngineBenchOptions& options) {
   report.machine = DescribeMachine();
   // Threads must be set before the peak is measured: load the default engine options first.
   report.threads = options.engine.cpu.threads > 0 ? options.engine.cpu.threads : AvailableCores();
-  std::fprintf(stderr, "measuring the 3x3 convolution peak (%d threads)...\n", report.threads);
-  {
-    engine::EngineOptions probe = options.engine;
-    probe.cpu.allocator_cache_bytes = 0;
-    MOGSERVE_RETURN_IF_ERROR(engine::CreateEngine(probe).status());  // sets the thread count
+  std::vector<engine::Precision> precisions = options.precisions;
+  if (precisions.empty()) precisions = {options.engine.precision};
+  for (size_t i = 0; i < precisions.size(); ++i) {
+    EngineBenchOptions at = options;
+    at.engine.precision = precisions[i];
+    const char* name = engine::PrecisionName(precisions[i]);
+    if (i == 0) {
+      engine::EngineOptions probe = at.engine;
+      probe.cpu.allocator_cache_bytes = 0;
+      MOGSERVE_RETURN_IF_ERROR(engine::CreateEngine(probe).status());  // sets the thread count
+    }
+    std::fprintf(stderr, "measuring the %s 3x3 convolution peak (%d threads)...\n", name,
+                 report.threads);
+    const engine::ConvPeak peak = engine::MeasureConv3x3Peak(2.0, precisions[i]);
+    report.peaks.push_back({name, peak.gflops, peak.batch});
+    report.peak_gflops = peak.gflops;  // the rows below are rated against their own precision
+    report.peak_batch = peak.batch;
+    std::fprintf(stderr, "  peak %.1f GFLOP/s (batch %d)\n", peak.gflops, peak.batch);
+    if (options.compare_variants && i == 0) {
+      for (const Variant& v : kComparedVariants)
+        MOGSERVE_RETURN_IF_ERROR(RunSsdVariant(v, at, report));
+    } else {
+      MOGSERVE_RETURN_IF_ERROR(RunSsdVariant(kDefaultVariant, at, report));
+    }
   }
-  const engine::ConvPeak peak = engine::MeasureConv3x3Peak(2.0);
-  report.peaks.push_back({"fp32", peak.gflops, peak.batch});
-  report.peak_gflops = peak.gflops;
-  report.peak_batch = peak.batch;
-  std::fprintf(stderr, "  peak %.1f GFLOP/s (batch %d)\n", peak.gflops, peak.batch);
-  if (options.compare_variants) {
-    for (const Variant& v : kComparedVariants)
-      MOGSERVE_RETURN_IF_ERROR(RunSsdVariant(v, options, report));
-  } else {
-    MOGSERVE_RETURN_IF_ERROR(RunSsdVariant(kDefaultVariant, options, report));
-  }
+  report.peak_gflops = report.peaks.front().gflops;
+  report.peak_batch = report.peaks.front().batch;
   SummarizeSsdDefault(report);
   return report;
 }
@@ -111,26 +126,34 @@ StatusOr<EngineBenchReport> RunSsdBench(const EngineBenchOptions& options) {
 std::string SsdMarkdown(const EngineBenchReport& r) {
   std::string out;
   char buf[512];
+  std::string peaks;
+  for (const PrecisionPeak& p : r.peaks) {
+    std::snprintf(buf, sizeof(buf), "%s%s %.1f (batch %d)", peaks.empty() ? "" : ", ",
+                  p.precision.c_str(), p.gflops, p.batch);
+    peaks += buf;
+  }
   std::snprintf(buf, sizeof(buf),
-                "Engine: %s  \nMachine: %s  \nMeasured 3x3-conv peak: %.1f GFLOP/s (batch %d); "
+                "Engine: %s  \nMachine: %s  \nMeasured 3x3-conv peak, GFLOP/s (int8: GOP/s): %s; "
                 "model cost %.3f GMAC per image\n\n",
-                r.engine.c_str(), r.machine.c_str(), r.peak_gflops, r.peak_batch,
-                r.macs_per_image / 1e9);
+                r.engine.c_str(), r.machine.c_str(), peaks.c_str(), r.macs_per_image / 1e9);
   out += buf;
   out +=
-      "| variant | batch | mean ms | median | min | max | std | ms/image | images/s | GFLOP/s "
-      "| % of peak |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "| variant | precision | batch | mean ms | median | min | max | std | ms/image | images/s "
+      "| GFLOP/s | % of its peak |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const EngineBenchRow& row : r.rows) {
     const LatencyStats& s = row.batch_latency;
     std::snprintf(buf, sizeof(buf),
-                  "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.0f%% |\n",
-                  row.variant.c_str(), row.batch, s.mean_ms, s.median_ms, s.min_ms, s.max_ms,
+                  "| %s | %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.0f%% "
+                  "|\n",
+                  row.variant.c_str(), row.precision.c_str(), row.batch, s.mean_ms, s.median_ms,
+                  s.min_ms, s.max_ms,
                   s.stddev_ms, row.ms_per_image, row.images_per_s, row.gflops,
                   100.0 * row.fraction_of_peak);
     out += buf;
   }
   std::snprintf(buf, sizeof(buf),
-                "\nDefault variant: best %.1f images/s at batch %d; worst per-image time of any "
+                "\nDefault variant at the first precision: best %.1f images/s at batch %d; worst "
+                "per-image time of any "
                 "batch size vs batch 1: %.2fx\n",
                 r.best_images_per_s, r.best_batch, r.worst_per_image_vs_batch1);
   out += buf;

@@ -80,12 +80,23 @@ StatusOr<bench::EngineBenchOptions> ToBenchOptions(const BenchFlags& flags) {
     ApplyRowFlags(flags, kMogFaceDefaults, options);
     MOGSERVE_RETURN_IF_ERROR(ApplyMogFaceFlags(flags, options));
   } else {
-    if (flags.sizes_option->count() > 0 || !flags.precisions.empty() || flags.reference) {
+    if (flags.sizes_option->count() > 0 || flags.reference) {
       return InvalidArgument(
-          "--sizes, --precisions and --reference are for --model mogface (SSD takes a fixed "
-          "512x512 input)");
+          "--sizes and --reference are for --model mogface (SSD takes a fixed 512x512 input)");
     }
     ApplyRowFlags(flags, kSsdDefaults, options);
+    // SSD: --precisions measures the default variant at each, in one run (default: --precision).
+    options.precisions = {options.engine.precision};
+    if (!flags.precisions.empty()) {
+      options.precisions.clear();
+      for (const std::string& name : flags.precisions) {
+        auto precision = engine::ParsePrecision(name);
+        if (!precision.ok()) {
+          return InvalidArgument("--precisions: " + precision.status().message());
+        }
+        options.precisions.push_back(*precision);
+      }
+    }
   }
   return options;
 }
@@ -146,8 +157,9 @@ void AddMogFaceFlags(CLI::App& engine, BenchFlags& flags) {
                            ->capture_default_str();
   engine
       .add_option("--precisions", flags.precisions,
-                  "MogFace: precisions to measure (default: --precision if given, else "
-                  "fp32,bf16)")
+                  "Precisions to measure in one run, each against its own 3x3-conv peak "
+                  "(MogFace default: --precision if given, else fp32,bf16; SSD default: "
+                  "--precision; SSD variants other than the default are measured at the first)")
       ->delimiter(',');
   engine.add_flag("--reference", flags.reference,
                   "MogFace: also time the Python reference (tests/reference/bench_reference.py, "

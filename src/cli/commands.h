@@ -26,6 +26,7 @@ CommandRunner RegisterBenchCommand(CLI::App& app);
 CommandRunner RegisterServeCommand(CLI::App& app);
 CommandRunner RegisterEvalCommand(CLI::App& app);
 CommandRunner RegisterProbeCommand(CLI::App& app);
+CommandRunner RegisterCalibrateCommand(CLI::App& app);
 // `bench serve`, added to the `bench` command by RegisterBenchCommand.
 CommandRunner RegisterBenchServeCommand(CLI::App& bench);
 // `bench report`, added to the `bench` command by RegisterBenchCommand.
@@ -58,6 +59,8 @@ struct EngineFlags {
   std::string synthetic_weights;
   uint64_t seed = 1;
   std::string precision = "fp32";
+  std::string calibration;  // int8: activation scales (default: DefaultSsdCalibration())
+  std::string int8_float_layers = "first,heads";
   std::string device = "cpu";
   int threads = 0;
   int64_t cudnn_workspace_mb = 256;
@@ -65,6 +68,9 @@ struct EngineFlags {
   int max_graphs = 64;
 };
 void AddEngineFlags(CLI::App& app, EngineFlags& flags);
+// The SSD's INT8 calibration file the build writes (`mogserve calibrate` over
+// tests/data/photos): <folder of the executable>/calibration/ssd_mobilenetv1_int8.json.
+std::string DefaultSsdCalibration();
 // InvalidArgument naming the flag and the allowed values.
 StatusOr<engine::EngineOptions> ToEngineOptions(const EngineFlags& flags);
 

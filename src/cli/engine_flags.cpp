@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include <spdlog/spdlog.h>
@@ -31,6 +32,13 @@ std::string ResolveModelDir(const std::string& flag) {
   return found.empty() ? relative : found;
 }
 
+std::string DefaultSsdCalibration() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  return (exe.parent_path() / "calibration" / "ssd_mobilenetv1_int8.json").string();
+}
+
 void AddEngineFlags(CLI::App& app, EngineFlags& flags) {
   app.add_option("--model", flags.model,
                  "ssd (the embedded SSD-MobileNetV1) or mogface (needs --weights or "
@@ -47,8 +55,16 @@ void AddEngineFlags(CLI::App& app, EngineFlags& flags) {
                  "to run or benchmark without a checkpoint");
   app.add_option("--seed", flags.seed, "Seed of --synthetic-weights")->capture_default_str();
   app.add_option("--precision", flags.precision,
-                 "fp32 or bf16 on cpu (bf16 is fast on CPUs with AVX512-BF16 or AMX); fp16 and tf32 "
-                 "need --device cuda")
+                 "fp32, bf16 or int8 on cpu (bf16 is fast on CPUs with AVX512-BF16 or AMX, int8 "
+                 "with VNNI; int8 needs --calibration); fp16 and tf32 need --device cuda")
+      ->capture_default_str();
+  app.add_option("--calibration", flags.calibration,
+                 "int8: activation scales written by 'mogserve calibrate' for this model "
+                 "(default for the SSD: calibration/ssd_mobilenetv1_int8.json beside the "
+                 "executable, which the build writes)");
+  app.add_option("--int8-float-layers", flags.int8_float_layers,
+                 "int8: convolutions kept in FP32: first,heads (the input convolution and the "
+                 "output heads), first, heads or none")
       ->capture_default_str();
   app.add_option("--device", flags.device,
                  "cpu, or cuda / cuda:N (cuDNN and own kernels on an NVIDIA GPU, in builds "
@@ -78,6 +94,28 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const EngineFlags& flags) {
   auto precision = engine::ParsePrecision(flags.precision);
   if (!precision.ok()) return FlagError("--precision", precision.status());
   options.precision = *precision;
+  options.calibration = flags.calibration;
+  // The SSD's default calibration (used by int8 only; filled at any precision because commands
+  // such as bench engine --precisions and eval compare switch the precision afterwards).
+  if (options.calibration.empty() && options.model == engine::ModelKind::kSsd) {
+    const std::string fallback = DefaultSsdCalibration();
+    if (!fallback.empty() && std::filesystem::is_regular_file(fallback)) {
+      options.calibration = fallback;
+    }
+  }
+  using Layers = engine::EngineOptions::Int8FloatLayers;
+  if (flags.int8_float_layers == "first,heads" || flags.int8_float_layers == "heads,first") {
+    options.int8_float_layers = Layers::kFirstAndHeads;
+  } else if (flags.int8_float_layers == "first") {
+    options.int8_float_layers = Layers::kFirst;
+  } else if (flags.int8_float_layers == "heads") {
+    options.int8_float_layers = Layers::kHeads;
+  } else if (flags.int8_float_layers == "none") {
+    options.int8_float_layers = Layers::kNone;
+  } else {
+    return InvalidArgument("--int8-float-layers: '" + flags.int8_float_layers +
+                           "' is not known; allowed: first,heads, first, heads, none");
+  }
   if (options.model == engine::ModelKind::kSsd &&
       !(flags.weights.empty() && flags.synthetic_weights.empty())) {
     return InvalidArgument(

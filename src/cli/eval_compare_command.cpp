@@ -129,7 +129,7 @@ StatusOr<std::vector<std::string>> ParsePrecisionList(const CompareFlags& flags)
   std::stringstream ss(flags.precisions);
   for (std::string p; std::getline(ss, p, ',');) {
     if (!engine::ParsePrecision(p).ok()) {
-      return InvalidArgument("--precision: '" + p + "' is not one of fp32, bf16, fp16");
+      return InvalidArgument("--precision: '" + p + "' is not one of fp32, bf16, fp16, tf32, int8");
     }
     list.push_back(p);
   }

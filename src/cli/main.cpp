@@ -34,6 +34,10 @@ int main(int argc, char** argv) {
       mogserve::cli::RegisterBenchCommand);
   add("eval", "Accuracy: WIDER FACE AP (official protocol), FP32 vs BF16/FP16",
       mogserve::cli::RegisterEvalCommand);
+  add("calibrate",
+      "INT8 calibration: per-tensor activation scales of a model over photos (JSON, for "
+      "--precision int8 --calibration FILE)",
+      mogserve::cli::RegisterCalibrateCommand);
   add("probe", "HTTP health check: GET a URL, exit 0 only for 200 (for containers without curl)",
       mogserve::cli::RegisterProbeCommand);
   try {

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "engine/engine.h"
+#include "model/activation_scales.h"
 #include "model/face_model.h"
 #include "mogserve/status.h"
 
@@ -21,5 +23,14 @@ bool CpuBackendBuilt();
 StatusOr<std::unique_ptr<Engine>> CreateCpuEngine(const EngineOptions& options,
                                                   std::shared_ptr<const model::FaceModel> model,
                                                   EngineInfo info);
+
+// INT8 calibration: runs `model` in FP32 on the CPU (options.cpu's threads) over each batch and
+// adds the values of every tensor an INT8 convolution reads or writes
+// (model::CalibratedTensors) to `histograms`, one per network tensor (sized here when empty).
+// Without the backend: kUnsupported.
+Status CollectActivationHistograms(const EngineOptions& options,
+                                   std::shared_ptr<const model::FaceModel> model,
+                                   const std::vector<CanvasBatch>& batches,
+                                   std::vector<model::ActivationHistogram>* histograms);
 
 }  // namespace mogserve::engine

@@ -26,8 +26,9 @@ const char* ModelKindName(ModelKind kind);
 StatusOr<ModelKind> ParseModelKind(std::string_view name);
 
 // kTf32: FP32 tensors with TF32 tensor-core math (CUDA only); kFp32 is true FP32 everywhere.
-enum class Precision { kFp32, kBf16, kFp16, kTf32 };
-// "fp32", "bf16", "fp16", "tf32".
+// kInt8 (CPU only): calibrated post-training INT8 convolutions (EngineOptions::calibration).
+enum class Precision { kFp32, kBf16, kFp16, kTf32, kInt8 };
+// "fp32", "bf16", "fp16", "tf32", "int8".
 const char* PrecisionName(Precision precision);
 StatusOr<Precision> ParsePrecision(std::string_view name);
 
@@ -68,8 +69,14 @@ struct EngineOptions {
   std::string weights;
   std::string synthetic_weights;
   uint64_t synthetic_seed = 1;
-  // cpu: fp32, bf16 (MogFace only); cuda: fp32, tf32, fp16, bf16.
+  // cpu: fp32, bf16, int8; cuda: fp32, tf32, fp16, bf16.
   Precision precision = Precision::kFp32;
+  // int8: the activation scales file `mogserve calibrate` wrote for this model (required).
+  std::string calibration;
+  // int8: which convolutions stay FP32 (the rest run INT8). kFirstAndHeads keeps the first
+  // convolution (reads the image) and the output heads (write scores and boxes) in FP32.
+  enum class Int8FloatLayers { kNone, kFirst, kHeads, kFirstAndHeads };
+  Int8FloatLayers int8_float_layers = Int8FloatLayers::kFirstAndHeads;
   std::string device = "cpu";  // see ParseDevice: "cpu", "cuda", "cuda:N"
   CpuBackendOptions cpu;
   CudaBackendOptions cuda;

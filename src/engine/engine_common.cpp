@@ -29,6 +29,8 @@ const char* PrecisionName(Precision precision) {
       return "fp16";
     case Precision::kTf32:
       return "tf32";
+    case Precision::kInt8:
+      return "int8";
   }
   return "?";
 }
@@ -38,8 +40,9 @@ StatusOr<Precision> ParsePrecision(std::string_view name) {
   if (name == "bf16") return Precision::kBf16;
   if (name == "fp16") return Precision::kFp16;
   if (name == "tf32") return Precision::kTf32;
+  if (name == "int8") return Precision::kInt8;
   return InvalidArgument("precision '" + std::string(name) +
-                         "' is not known; allowed: fp32, bf16, fp16, tf32");
+                         "' is not known; allowed: fp32, bf16, fp16, tf32, int8");
 }
 
 std::string DeviceSpec::ToString() const {
@@ -83,8 +86,14 @@ Status CheckCpuOptions(const EngineOptions& options, const DeviceSpec&) {
   if (options.cpu.threads < 0) return InvalidArgument("threads must be >= 0");
   if (options.precision == Precision::kFp16 || options.precision == Precision::kTf32) {
     return InvalidArgument(std::string("precision '") + PrecisionName(options.precision) +
-                           "' is not available on cpu (allowed: fp32, bf16); it needs the CUDA "
+                           "' is not available on cpu (allowed: fp32, bf16, int8); it needs the CUDA "
                            "backend (--device cuda)");
+  }
+  if (options.precision == Precision::kInt8 && options.calibration.empty()) {
+    return InvalidArgument(
+        "precision int8 needs activation scales: pass --calibration FILE, a file written by "
+        "'mogserve calibrate --model ... --images DIR -o FILE' for this model (the build writes "
+        "the default SSD's as calibration/ssd_mobilenetv1_int8.json beside mogserve)");
   }
   return Status::Ok();
 }
@@ -93,6 +102,11 @@ Status CheckCpuOptions(const EngineOptions& options, const DeviceSpec&) {
 // load: a machine without a GPU learns that in milliseconds.
 Status CheckCudaOptions(const EngineOptions& options, const DeviceSpec& device) {
   const CudaBackendOptions& c = options.cuda;
+  if (options.precision == Precision::kInt8) {
+    return InvalidArgument(
+        "precision 'int8' is not available on cuda (allowed: fp32, tf32, fp16, bf16); it runs on "
+        "--device cpu");
+  }
   if (c.cudnn_workspace_bytes < 0) {
     return InvalidArgument("cudnn_workspace_bytes must be >= 0, not " +
                            std::to_string(c.cudnn_workspace_bytes));

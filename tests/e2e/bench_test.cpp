@@ -53,10 +53,39 @@ TEST(BenchE2E, EngineBenchWritesConsistentJsonAndMarkdown) {
   EXPECT_EQ(report["rows"].size(), 2u) << "--default-only measures one variant";
 
   const std::string markdown = ReadText(markdown_path);
-  EXPECT_NE(markdown.find("| variant | batch | mean ms"), std::string::npos) << markdown;
-  EXPECT_NE(markdown.find("% of peak"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("| variant | precision | batch | mean ms"), std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("% of its peak"), std::string::npos) << markdown;
   EXPECT_NE(markdown.find("|---|"), std::string::npos) << markdown;
   EXPECT_EQ(r.out, markdown) << "the table is also printed on stdout";
+}
+
+// The SSD at FP32, BF16 and INT8 in one run (the build's calibration): one row each, each rated
+// against its own precision's measured 3x3-conv peak.
+TEST(BenchE2E, SsdEngineBenchMeasuresEachPrecisionAgainstItsOwnPeak) {
+  TempDir tmp;
+  const std::string json_path = tmp / "bench.json";
+  const ProcessResult r = RunMogserve(
+      {"bench", "engine", "--model-dir", TestModelDir(), "--batch-sizes", "1", "--iterations",
+       "1", "--min-seconds", "0", "--default-only", "--precisions", "fp32,bf16,int8", "--json",
+       json_path});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  const nlohmann::json report = nlohmann::json::parse(ReadText(json_path));
+  ASSERT_EQ(report["rows"].size(), 3u) << report.dump(2);
+  std::vector<std::string> seen;
+  for (const nlohmann::json& row : report["rows"]) {
+    SCOPED_TRACE(row.dump());
+    const std::string precision = row.at("precision").get<std::string>();
+    seen.push_back(precision);
+    ASSERT_TRUE(report["peaks"].contains(precision)) << report["peaks"].dump();
+    const double peak = report["peaks"][precision]["gflops"].get<double>();
+    EXPECT_GT(peak, 0.0);
+    EXPECT_NEAR(row.at("fraction_of_peak").get<double>(), row.at("gflops").get<double>() / peak,
+                1e-9);
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"fp32", "bf16", "int8"}));
+  EXPECT_NE(r.out.find("| channels-last, caching allocator | int8 | 1 |"), std::string::npos)
+      << r.out;
 }
 
 // The MogFace mode's tiny configuration: R50 at 64x64, batch 1, one timed pass per row.

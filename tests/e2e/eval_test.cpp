@@ -160,11 +160,11 @@ TEST(EvalWiderE2E, RunsTheSsdOnRealPhotosInTheWiderLayout) {
 
 // The shipped SSD at FP32 and BF16 on every ground-truth photo, at the default options: the
 // same faces, scores close, AP unchanged. One precision alone is nothing to compare (exit 2).
-TEST(EvalCompareE2E, SsdFp32VsBf16OnRealPhotos) {
+TEST(EvalCompareE2E, SsdFp32VsBf16AndInt8OnRealPhotos) {
   TempDir tmp;
   const std::string json_path = tmp / "compare.json";
   const ProcessResult r = RunMogserve(
-      {"eval", "compare", "--model-dir", TestModelDir(), "--precision", "fp32,bf16", "--gt",
+      {"eval", "compare", "--model-dir", TestModelDir(), "--precision", "fp32,bf16,int8", "--gt",
        (TestDataDir() / "ground_truth.json").string(), "--json", json_path,
        (TestDataDir() / "photos").string()});
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
@@ -178,6 +178,16 @@ TEST(EvalCompareE2E, SsdFp32VsBf16OnRealPhotos) {
   EXPECT_GE(d["min_iou"].get<double>(), 0.8);
   EXPECT_EQ(j["runs"]["fp32"]["gt_faces"], 25);
   EXPECT_LE(std::abs(j["runs"]["bf16"]["ap"].get<double>() - j["runs"]["fp32"]["ap"].get<double>()),
+            0.01);
+  // INT8 with the build's calibration (tests/data/photos; docs/ACCURACY.md: max |dscore| 0.090,
+  // min IoU 0.916, AP50 and recall unchanged).
+  const json& q = j["diff"]["int8"];
+  EXPECT_EQ(q["reference_faces"].get<double>(), 25);
+  EXPECT_EQ(q["lost"].get<double>() + q["gained"].get<double>(), 0);
+  EXPECT_GT(q["max_abs_score_diff"].get<double>(), 0.0);  // INT8 did run
+  EXPECT_LE(q["max_abs_score_diff"].get<double>(), 0.12);
+  EXPECT_GE(q["min_iou"].get<double>(), 0.85);
+  EXPECT_LE(std::abs(j["runs"]["int8"]["ap"].get<double>() - j["runs"]["fp32"]["ap"].get<double>()),
             0.01);
   const ProcessResult one = RunMogserve({"eval", "compare", "--model-dir", TestModelDir(),
                                          "--precision", "fp32", PhotoPath("sample1.jpg")});

@@ -60,6 +60,8 @@ class RealPhotosTest : public ::testing::TestWithParam<engine::Precision> {
     if (it != engines_.end()) return it->second;
     engine::EngineOptions options = testing_util::TestEngineOptions();
     options.precision = precision;
+    // The build's calibration: `mogserve calibrate` over these photos (CMakeLists.txt).
+    if (precision == engine::Precision::kInt8) options.calibration = MOGSERVE_TEST_SSD_CALIBRATION;
     auto created = engine::CreateEngine(options);
     EXPECT_TRUE(created.ok()) << created.status().ToString();
     if (!created.ok()) return nullptr;
@@ -168,9 +170,12 @@ TEST_P(RealPhotosTest, EveryFaceIsFoundAndNothingElse) {
               photos.size());
 }
 
-// BF16 weights and activations (FP32 accumulation, FP32 post-processing) against FP32 on the
-// same photos: the same faces, each detection's score and box close to FP32's. Measured
-// (2026-12-03, this 2-core AVX-512 BF16 machine): max |dscore| 0.022, min IoU 0.88.
+// BF16 weights and activations (FP32 accumulation, FP32 post-processing), and INT8 (calibrated
+// per-tensor activations, per-channel weights; first convolution and heads FP32), against FP32
+// on the same photos: the same faces, each detection's score and box close to FP32's. Measured
+// (2026-12-03, this 2-core AVX-512 BF16/VNNI machine): BF16 max |dscore| 0.022, min IoU 0.88;
+// INT8 max |dscore| 0.090, min IoU 0.916 (the bounds leave
+// room for a calibration from other photos).
 TEST_P(RealPhotosTest, ScoresAndBoxesStayCloseToFp32) {
   if (GetParam() == engine::Precision::kFp32) GTEST_SKIP() << "the reference itself";
   engine::Engine* reduced = EngineFor(GetParam());
@@ -180,8 +185,9 @@ TEST_P(RealPhotosTest, ScoresAndBoxesStayCloseToFp32) {
   const std::vector<GroundTruthPhoto> photos = LoadGroundTruth();
   std::map<std::string, SourceResult> got = RunAll(*reduced, photos, nullptr);
   std::map<std::string, SourceResult> want = RunAll(*fp32, photos, nullptr);
-  constexpr float kMaxScoreDelta = 0.05f;
-  constexpr float kMinIoU = 0.8f;
+  const bool int8 = GetParam() == engine::Precision::kInt8;
+  const float kMaxScoreDelta = int8 ? 0.12f : 0.05f;
+  const float kMinIoU = int8 ? 0.85f : 0.8f;
   float max_delta = 0, min_iou = 1;
   for (const GroundTruthPhoto& photo : photos) {
     SCOPED_TRACE(photo.name);
@@ -203,7 +209,8 @@ TEST_P(RealPhotosTest, ScoresAndBoxesStayCloseToFp32) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, RealPhotosTest,
-                         ::testing::Values(engine::Precision::kFp32, engine::Precision::kBf16),
+                         ::testing::Values(engine::Precision::kFp32, engine::Precision::kBf16,
+                                           engine::Precision::kInt8),
                          [](const ::testing::TestParamInfo<engine::Precision>& info) {
                            return std::string(engine::PrecisionName(info.param));
                          });

@@ -23,6 +23,7 @@ cudnnDataType_t DataType(StorageType type) {
 cudnnMathType_t MathTypeOf(Precision precision) {
   switch (precision) {
     case Precision::kFp32:
+    case Precision::kInt8:  // refused for cuda before an engine is made
       return CUDNN_FMA_MATH;
     case Precision::kTf32:
       // DEFAULT allows TF32 tensor ops on Ampere and later (PyTorch's choice with TF32 on);

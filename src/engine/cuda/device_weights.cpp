@@ -88,6 +88,7 @@ StorageType StorageTypeOf(Precision precision) {
       return StorageType::kBf16;
     case Precision::kFp32:
     case Precision::kTf32:
+    case Precision::kInt8:  // refused for cuda before an engine is made
       return StorageType::kF32;
   }
   return StorageType::kF32;

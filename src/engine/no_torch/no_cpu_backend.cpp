@@ -17,6 +17,12 @@ StatusOr<std::unique_ptr<Engine>> CreateCpuEngine(const EngineOptions&,
   return Unsupported("this build has no CPU engine (MOGSERVE_WITH_TORCH=OFF)");
 }
 
+Status CollectActivationHistograms(const EngineOptions&, std::shared_ptr<const model::FaceModel>,
+                                   const std::vector<CanvasBatch>&,
+                                   std::vector<model::ActivationHistogram>*) {
+  return Unsupported("this build has no CPU engine (MOGSERVE_WITH_TORCH=OFF) to calibrate with");
+}
+
 void InstallCachingCpuAllocator(int64_t) {}
 int64_t ReleaseCachedCpuMemory() {
   return 0;

@@ -43,6 +43,11 @@ Status InitCpuBackend(const CpuBackendOptions& options, int* threads) {
   // Installed once by the first engine that wants it (then later engines only move its cap):
   // a benchmark can measure engines on the system allocator before it.
   if (options.allocator_cache_bytes > 0) InstallCachingCpuAllocator(options.allocator_cache_bytes);
+  // INT8 convolutions go through the oneDNN quantized engine (plan_runner.cpp: QNNPACK, the
+  // only other one this LibTorch has, is ~17x slower here).
+  for (const at::QEngine e : at::globalContext().supportedQEngines()) {
+    if (e == at::QEngine::ONEDNN) at::globalContext().setQEngine(e);
+  }
   *threads = process_threads;
   return Status::Ok();
 }
@@ -52,6 +57,27 @@ class CpuEngine final : public ModelEngine {
   CpuEngine(EngineInfo info, std::shared_ptr<const model::FaceModel> model,
             std::shared_ptr<const TorchWeights> weights)
       : ModelEngine(std::move(info), std::move(model)), weights_(std::move(weights)) {}
+
+  // Calibration: the FP32 pass over `batch`, each calibrated tensor's values into `histograms`.
+  Status Observe(const CanvasBatch& batch, const std::vector<bool>& calibrated,
+                 std::vector<model::ActivationHistogram>& histograms) {
+    try {
+      c10::InferenceMode inference_mode;
+      MOGSERVE_ASSIGN_OR_RETURN(const model::LayerPlan* plan, PlanFor(batch));
+      MOGSERVE_ASSIGN_OR_RETURN(at::Tensor staged, Stage(batch));
+      const int64_t n = static_cast<int64_t>(batch.canvases.size());
+      const torch_backend::TensorObserver observe = [&](int tensor, const at::Tensor& value) {
+        if (!calibrated[tensor]) return;
+        // Only the real rows (padded ones repeat the last canvas).
+        const at::Tensor v = value.narrow(0, 0, n).to(at::kFloat).contiguous();
+        histograms[tensor].Add(v.data_ptr<float>(), v.numel());
+      };
+      torch_backend::RunPlan(*plan, *weights_, Normalize(staged, batch), &observe);
+      return Status::Ok();
+    } catch (const c10::Error& e) {
+      return Internal(std::string("calibration pass failed: ") + e.what_without_backtrace());
+    }
+  }
 
   StatusOr<BatchOutputs> Forward(const CanvasBatch& batch) override {
     if (batch.canvases.empty()) return InvalidArgument("empty batch");
@@ -192,13 +218,56 @@ StatusOr<std::unique_ptr<Engine>> CreateCpuEngine(const EngineOptions& options,
                                                   EngineInfo info) {
   MOGSERVE_RETURN_IF_ERROR(InitCpuBackend(options.cpu, &info.threads));
   info.channels_last = options.cpu.channels_last;
+  model::ActivationScales scales;
+  if (options.precision == Precision::kInt8) {
+    if (!options.cpu.channels_last) {
+      return InvalidArgument("precision int8 runs channels-last activations only");
+    }
+    MOGSERVE_ASSIGN_OR_RETURN(scales,
+                              model::ReadActivationScales(options.calibration, *model->network()));
+  }
   try {
     c10::InferenceMode inference_mode;
     const at::ScalarType dtype = options.precision == Precision::kBf16 ? at::kBFloat16 : at::kFloat;
-    auto weights = std::make_shared<const TorchWeights>(
+    auto weights = std::make_shared<TorchWeights>(
         torch_backend::MakeTorchWeights(model->weights(), dtype, options.cpu.channels_last));
+    if (options.precision == Precision::kInt8) {
+      using Layers = EngineOptions::Int8FloatLayers;
+      const Layers l = options.int8_float_layers;
+      torch_backend::Int8Choice choice;
+      choice.first_float = l == Layers::kFirst || l == Layers::kFirstAndHeads;
+      choice.heads_float = l == Layers::kHeads || l == Layers::kFirstAndHeads;
+      torch_backend::AddInt8Convs(*model->network(), scales, choice, weights.get());
+    }
     return std::unique_ptr<Engine>(
         new CpuEngine(std::move(info), std::move(model), std::move(weights)));
+  } catch (const c10::Error& e) {
+    return Internal(std::string("preparing the CPU weights failed: ") + e.what_without_backtrace());
+  }
+}
+
+Status CollectActivationHistograms(const EngineOptions& options,
+                                   std::shared_ptr<const model::FaceModel> model,
+                                   const std::vector<CanvasBatch>& batches,
+                                   std::vector<model::ActivationHistogram>* histograms) {
+  EngineInfo info;
+  MOGSERVE_RETURN_IF_ERROR(InitCpuBackend(options.cpu, &info.threads));
+  const model::Network& net = *model->network();
+  std::vector<bool> calibrated(net.tensor_channels().size(), false);
+  for (int t : model::CalibratedTensors(net)) calibrated[t] = true;
+  if (histograms->empty()) histograms->resize(calibrated.size());
+  if (histograms->size() != calibrated.size()) {
+    return Internal("calibration histograms are for another network");
+  }
+  try {
+    c10::InferenceMode inference_mode;
+    auto weights = std::make_shared<const TorchWeights>(
+        torch_backend::MakeTorchWeights(model->weights(), at::kFloat, options.cpu.channels_last));
+    CpuEngine engine(std::move(info), std::move(model), std::move(weights));
+    for (const CanvasBatch& batch : batches) {
+      MOGSERVE_RETURN_IF_ERROR(engine.Observe(batch, calibrated, *histograms));
+    }
+    return Status::Ok();
   } catch (const c10::Error& e) {
     return Internal(std::string("preparing the CPU weights failed: ") + e.what_without_backtrace());
   }

@@ -5,14 +5,33 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/native/quantized/PackedParams.h>
 
+#include <functional>
 #include <vector>
 
+#include "model/activation_scales.h"
 #include "model/layer_plan.h"
 #include "model/prepared_weights.h"
 #include "mogserve/status.h"
 
 namespace mogserve::engine::torch_backend {
+
+// A per-tensor affine INT8 (quint8) quantisation: real = scale * (q - zero_point).
+struct QuantParams {
+  double scale = 1;
+  int64_t zero_point = 0;
+};
+
+// One convolution op run in INT8 through LibTorch's quantized engine (oneDNN): weights
+// quantised per output channel (symmetric, scale = max |w| / 127 of the channel), bias in FP32,
+// requantisation to the output's scale and the ReLU fused into the one call.
+struct Int8Conv {
+  c10::intrusive_ptr<ConvPackedParamsBase<2>> packed;
+  bool explicit_padding = false;  // prepacked without padding: pad the quantised input first
+  QuantParams input, output;
+  bool relu = false;  // ReLU or ReLU6 (the output scale's range, <= 6, does the clamp)
+};
 
 // Immutable after creation; shared by the engine instances of one model.
 struct TorchWeights {
@@ -22,7 +41,21 @@ struct TorchWeights {
   std::vector<at::Tensor> conv_bias;    // [out] in dtype
   std::vector<at::Tensor> norm_gamma;   // by NormDef index, FP32
   std::vector<at::Tensor> norm_beta;
+  // Precision int8: by op index, the convolutions run INT8 (null: the op runs in dtype, FP32).
+  std::vector<std::shared_ptr<const Int8Conv>> int8;
 };
+
+// Which convolutions stay in floating point under int8.
+struct Int8Choice {
+  bool first_float = true;  // the convolutions reading the network input
+  bool heads_float = true;  // the convolutions writing output tensors (scores, boxes)
+};
+
+// Prepares the INT8 convolutions of `w` (FP32 weights): every conv op without a residual whose
+// input and output tensors have scales, except those `choice` keeps in floating point. Needs the
+// oneDNN quantized engine (set by the caller).
+void AddInt8Convs(const model::Network& net, const model::ActivationScales& scales,
+                  const Int8Choice& choice, TorchWeights* w);
 
 // Copies the prepared (float32) weights into tensors of `dtype`.
 TorchWeights MakeTorchWeights(const model::PreparedWeights& prepared, at::ScalarType dtype,
@@ -35,6 +68,10 @@ struct PlanOutputs {
 
 // input: [N, 3, H, W] normalised, in weights.dtype (channels-last when weights.channels_last),
 // H x W the plan's input size. Throws c10::Error like the LibTorch calls it makes.
-PlanOutputs RunPlan(const model::LayerPlan& plan, const TorchWeights& weights, at::Tensor input);
+// `observe`, when given, sees every tensor as it is produced (the input first), in FP32 or
+// quantised form: calibration reads the FP32 run's tensors through it.
+using TensorObserver = std::function<void(int tensor, const at::Tensor& value)>;
+PlanOutputs RunPlan(const model::LayerPlan& plan, const TorchWeights& weights, at::Tensor input,
+                    const TensorObserver* observe = nullptr);
 
 }  // namespace mogserve::engine::torch_backend

@@ -1,0 +1,143 @@
+// `mogserve calibrate --model ... --images DIR -o FILE`: INT8 calibration. Runs the model in
+// FP32 on the CPU over every photo of DIR (sorted by name, each prepared as detect prepares it:
+// the SSD letterboxed into 512x512, MogFace into its --target-size bucket), collects histograms
+// of every tensor an INT8 convolution reads or writes, and writes per-tensor activation scales
+// by the percentile method (model/activation_scales.h). Deterministic: the same photos give a
+// byte-identical file.
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "common/file_util.h"
+#include "engine/cpu_backend.h"
+#include "engine/model_loading.h"
+#include "model/activation_scales.h"
+#include "pipeline/prepared_image.h"
+#include "pipeline/shape_buckets.h"
+
+namespace mogserve::cli {
+namespace {
+
+struct CalibrateFlags {
+  EngineFlags engine;
+  std::string images;
+  std::string output;
+  double percentile = model::kDefaultCalibrationPercentile;
+  int target_size = 640;
+};
+
+bool IsPhoto(const std::filesystem::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".webp";
+}
+
+int RunCalibrate(const CalibrateFlags& flags) {
+  namespace fs = std::filesystem;
+  EngineFlags engine_flags = flags.engine;
+  engine_flags.precision = "fp32";  // calibration observes the FP32 network
+  auto options = ToEngineOptions(engine_flags);
+  if (!options.ok()) {
+    std::cerr << "error: " << options.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (options->device != "cpu") {
+    std::cerr << "error: --device: calibration runs on cpu, not '" << options->device << "'\n";
+    return kExitUsage;
+  }
+  std::error_code ec;
+  if (!fs::is_directory(flags.images, ec)) {
+    std::cerr << "error: --images: '" << flags.images << "' is not a folder\n";
+    return kExitUsage;
+  }
+  std::vector<fs::path> files;
+  for (const fs::directory_entry& e : fs::directory_iterator(flags.images, ec)) {
+    if (e.is_regular_file() && IsPhoto(e.path())) files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) {
+    std::cerr << "error: --images: no .jpg, .jpeg, .png or .webp files in '" << flags.images
+              << "'\n";
+    return kExitUsage;
+  }
+  std::string source;
+  auto model = engine::LoadFaceModel(*options, &source);
+  if (!model.ok()) {
+    std::cerr << "error: cannot load the model: " << model.status().ToString() << "\n";
+    return kExitFatal;
+  }
+  pipeline::ShapeBuckets buckets = pipeline::ShapeBuckets::FixedSquare((*model)->fixed_side());
+  if ((*model)->fixed_side() <= 0) {
+    auto target = pipeline::ShapeBuckets::Target(flags.target_size, (*model)->multiple());
+    if (!target.ok()) {
+      std::cerr << "error: --target-size: " << target.status().message() << "\n";
+      return kExitUsage;
+    }
+    buckets = *target;
+  }
+  std::vector<model::ActivationHistogram> histograms;
+  int images = 0;
+  for (const fs::path& f : files) {
+    auto bytes = ReadFileBytes(f.string());
+    if (!bytes.ok()) {
+      std::cerr << "error: " << bytes.status().message() << "\n";
+      return kExitFatal;
+    }
+    auto prepared = pipeline::PrepareImage(*bytes, buckets, image::DecodeOptions{});
+    if (!prepared.ok()) {
+      std::cerr << "error: " << f.string() << ": " << prepared.status().message() << "\n";
+      return kExitSomeFailed;
+    }
+    engine::CanvasBatch batch;
+    batch.width = prepared->canvas.width;
+    batch.height = prepared->canvas.height;
+    batch.canvases = {prepared->canvas.data.data()};
+    batch.geometry = {prepared->letterbox};
+    const Status s =
+        engine::CollectActivationHistograms(*options, *model, {batch}, &histograms);
+    if (!s.ok()) {
+      std::cerr << "error: " << f.string() << ": " << s.ToString() << "\n";
+      return kExitFatal;
+    }
+    ++images;
+  }
+  const model::ActivationScales scales = model::ScalesFromHistograms(
+      *(*model)->network(), histograms, flags.percentile, images);
+  const Status written = WriteTextFile(flags.output, model::ActivationScalesJson(scales));
+  if (!written.ok()) {
+    std::cerr << "error: -o: " << written.message() << "\n";
+    return kExitFatal;
+  }
+  std::cerr << "calibrate: " << scales.tensors.size() << " tensors of " << (*model)->name()
+            << " over " << images << " photos (percentile " << flags.percentile << " %) -> "
+            << flags.output << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+CommandRunner RegisterCalibrateCommand(CLI::App& app) {
+  auto flags = std::make_shared<CalibrateFlags>();
+  AddEngineFlags(app, flags->engine);
+  app.add_option("--images", flags->images,
+                 "Folder of calibration photos (.jpg, .jpeg, .png, .webp; read in name order)")
+      ->required();
+  app.add_option("-o,--output", flags->output, "The activation scales file (JSON) to write")
+      ->required();
+  app.add_option("--percentile", flags->percentile,
+                 "Each tensor's range: this percentile of |x| over all its values (the rest "
+                 "saturate)")
+      ->check(CLI::Range(50.0, 100.0))
+      ->capture_default_str();
+  app.add_option("--target-size", flags->target_size,
+                 "MogFace: the long side the photos are scaled to (bucket policy)")
+      ->check(CLI::Range(32, 4096))
+      ->capture_default_str();
+  return [flags] { return RunCalibrate(*flags); };
+}
+
+}  // namespace mogserve::cli
