@@ -260,7 +260,9 @@ StatusOr<VideoPoint> RunVideoPoint(pipeline::Pipeline& pipeline,
     const video::IngestCounters& c = counters2.at(StreamId(i));
     const WindowResults::PerStream r = results.Of(i);
     const int64_t sent = sent1[i] - sent0[i];
-    const int64_t decoded = b.decoded - a.decoded;
+    // Frames dropped undecoded to catch up pass the decoder stage but were not decoded.
+    const int64_t dropped = b.dropped_catchup - a.dropped_catchup;
+    const int64_t decoded = b.decoded - a.decoded - dropped;
     const int64_t submitted = b.submitted - a.submitted;
     const int64_t not_detected = std::max<int64_t>(0, submitted - r.in_time - r.late);
     // Expired or failed frames cannot be told apart by window afterwards: any in the window or
@@ -268,6 +270,7 @@ StatusOr<VideoPoint> RunVideoPoint(pipeline::Pipeline& pipeline,
     const int64_t expired = std::min(not_detected, (c.expired + c.failed) - (a.expired + a.failed));
     point.sent += sent;
     point.decoded += decoded;
+    point.dropped_catchup += dropped;
     point.sampled_out += b.sampled_out - a.sampled_out;
     point.submitted += submitted;
     point.in_time += r.in_time;
@@ -283,13 +286,15 @@ StatusOr<VideoPoint> RunVideoPoint(pipeline::Pipeline& pipeline,
     if (decoded_enough && in_time_enough && none_lost && submitted > 0) {
       ++point.realtime_streams;
     } else if (point.failure.empty()) {
-      char why[200];
+      char why[240];
       std::snprintf(why, sizeof(why),
-                    "%s: decoded %lld/%lld sent, in time %lld/%lld submitted, late %lld, "
+                    "%s: decoded %lld/%lld sent (%lld dropped to catch up), in time %lld/%lld "
+                    "submitted, late %lld, "
                     "expired or failed %lld",
                     StreamId(i).c_str(), static_cast<long long>(decoded),
-                    static_cast<long long>(sent), static_cast<long long>(r.in_time),
-                    static_cast<long long>(submitted), static_cast<long long>(r.late),
+                    static_cast<long long>(sent), static_cast<long long>(dropped),
+                    static_cast<long long>(r.in_time), static_cast<long long>(submitted),
+                    static_cast<long long>(r.late),
                     static_cast<long long>((c.expired + c.failed) - (a.expired + a.failed)));
       point.failure = why;
     }
@@ -404,6 +409,7 @@ std::string VideoBenchJson(const VideoBenchReport& r) {
                         {"window_s", p.window_s},
                         {"sent", p.sent},
                         {"decoded", p.decoded},
+                        {"dropped_catchup", p.dropped_catchup},
                         {"sampled_out", p.sampled_out},
                         {"submitted", p.submitted},
                         {"in_time", p.in_time},

@@ -42,9 +42,10 @@ struct VideoPoint {
   int streams = 0;
   double window_s = 0;
   // Over the measured window, all streams.
-  int64_t sent = 0;         // frames the publishers wrote
-  int64_t decoded = 0;      // undamaged frames out of the decoders
-  int64_t sampled_out = 0;  // left out by detect_fps
+  int64_t sent = 0;             // frames the publishers wrote
+  int64_t decoded = 0;          // undamaged frames out of the decoders
+  int64_t dropped_catchup = 0;  // left undecoded by a reader catching up
+  int64_t sampled_out = 0;      // left out by detect_fps
   int64_t submitted = 0;
   int64_t in_time = 0;  // detected within the deadline
   int64_t late = 0;     // detected after it

@@ -59,6 +59,7 @@ class OpenStream final : public http::ResponseStream {
   bool Write(std::string) override { return open_; }
   void End() override { open_ = false; }
   bool open() const override { return open_; }
+  int64_t unsent_bytes() const override { return 0; }
 
  private:
   std::atomic<bool> open_{true};
