@@ -75,6 +75,11 @@ StatusOr<std::vector<video::StreamConfig>> ReadStreamsFile(const std::string& pa
     if (!(config.detect_fps >= 0)) {
       return InvalidArgument(entry + ": field 'detect_fps' must be >= 0 (0: every frame)");
     }
+    if (config.listen && !video::ListenAllowed(*scheme)) {
+      return InvalidArgument(entry +
+                             ": field 'listen' is for rtsp://, rtmp:// and tcp:// URLs (an "
+                             "encoder pushing to them)");
+    }
     for (const video::StreamConfig& earlier : configs) {
       if (earlier.id == config.id) {
         return InvalidArgument(entry + ": field 'id': '" + config.id +

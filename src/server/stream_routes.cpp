@@ -39,6 +39,7 @@ nlohmann::json StreamJson(const video::StreamInfo& s) {
   nlohmann::json j = {{"id", s.id},
                       {"url", s.url},
                       {"detect_fps", s.detect_fps},
+                      {"listen", s.listen},
                       {"state", video::StreamStateName(s.state)},
                       {"since", UnixSeconds(st.since)},
                       {"reconnects", st.reconnects},
@@ -118,12 +119,13 @@ std::optional<std::string> StreamConfigFromJson(const nlohmann::json& j,
                                                 video::StreamConfig* config) {
   if (!j.is_object()) {
     return "expected a JSON object {\"id\": string, \"url\": string, \"detect_fps\": number "
-           "(optional)}, got " +
+           "(optional), \"listen\": boolean (optional)}, got " +
            std::string(j.type_name());
   }
   for (const auto& [field, value] : j.items()) {
-    if (field != "id" && field != "url" && field != "detect_fps") {
-      return "unknown field '" + field.substr(0, 64) + "'; a stream takes id, url and detect_fps";
+    if (field != "id" && field != "url" && field != "detect_fps" && field != "listen") {
+      return "unknown field '" + field.substr(0, 64) +
+             "'; a stream takes id, url, detect_fps and listen";
     }
   }
   for (const char* field : {"id", "url"}) {
@@ -136,9 +138,13 @@ std::optional<std::string> StreamConfigFromJson(const nlohmann::json& j,
     return "field 'detect_fps' must be a number >= 0 (0: every frame), got " +
            std::string(j["detect_fps"].type_name());
   }
+  if (j.contains("listen") && !j["listen"].is_boolean()) {
+    return "field 'listen' must be true or false, got " + std::string(j["listen"].type_name());
+  }
   config->id = j["id"].get<std::string>();
   config->url = j["url"].get<std::string>();
   config->detect_fps = j.value("detect_fps", 0.0);
+  config->listen = j.value("listen", false);
   return std::nullopt;
 }
 

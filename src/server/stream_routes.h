@@ -1,7 +1,7 @@
 // /v1/streams: the server's video streams (video::StreamRegistry) over HTTP.
 //
 //   GET    /v1/streams        {"streams":[stream...]}
-//   POST   /v1/streams        {"id","url","detect_fps"?} (StreamConfigFromJson) → 201 stream;
+//   POST   /v1/streams        {"id","url","detect_fps"?,"listen"?} (StreamConfigFromJson) → 201;
 //                             422 invalid_request,
 //                             400 unsupported_url, 409 stream_exists, 503 too_many_streams
 //   GET    /v1/streams/{id}   stream; 404 stream_not_found
@@ -9,7 +9,7 @@
 //                             interrupted); 404 stream_not_found
 //   POST   /v1/streams/{id}/restart  200 stream (stopped and started again, fresh counters:
 //                             how a `failed` stream is retried); 404 stream_not_found
-// A stream: {"id","url" (no credentials),"detect_fps","state" (connecting, running,
+// A stream: {"id","url" (no credentials),"detect_fps","listen","state" (connecting, running,
 // reconnecting, ended, failed),"since","reconnects","error"?:{"code","message"} (failed: why),
 // "last_error"?:{"code","message","at"},"codec","width","height","source_fps","lag_ms",
 // "frames":{received, decoded, corrupt, sampled_out, submitted, detected, superseded, expired,
@@ -40,7 +40,8 @@ http::HttpResponse HandleStreamRequest(video::StreamRegistry& registry,
                                        const http::HttpRequest& request);
 
 // A stream as POST /v1/streams and `serve --streams-file` take it: a JSON object {"id": string,
-// "url": string, "detect_fps": number >= 0 (optional)}, no other field. Fills *config; nullopt,
+// "url": string, "detect_fps": number >= 0 (optional), "listen": boolean (optional)}, no other
+// field. Fills *config; nullopt,
 // or what is wrong, naming the field and what it allows. The id and URL themselves are checked
 // by StreamRegistry::Add. Only in a build with video support.
 std::optional<std::string> StreamConfigFromJson(const nlohmann::json& j,

@@ -103,12 +103,18 @@ std::string RedactCredentials(std::string_view text) {
 
 std::vector<std::pair<std::string, std::string>> FormatOptions(SourceScheme scheme,
                                                                const SourceTimeouts& timeouts,
-                                                               RtspTransport rtsp_transport) {
+                                                               RtspTransport rtsp_transport,
+                                                               bool listen) {
   const std::string io_us = std::to_string(timeouts.io.count() * 1000);
   switch (scheme) {
     case SourceScheme::kFile:
       return {};
     case SourceScheme::kRtsp:
+      if (listen) {
+        return {{"rtsp_transport", rtsp_transport == RtspTransport::kTcp ? "tcp" : "udp"},
+                {"rtsp_flags", "listen"},
+                {"timeout", io_us}};
+      }
       return {{"rtsp_transport", rtsp_transport == RtspTransport::kTcp ? "tcp" : "udp"},
               {"timeout", io_us}};
     case SourceScheme::kUdp:
@@ -116,15 +122,22 @@ std::vector<std::pair<std::string, std::string>> FormatOptions(SourceScheme sche
       // overrun_nonfatal keeps reading after an overflow instead of failing the stream.
       return {{"timeout", io_us}, {"fifo_size", "1000000"}, {"overrun_nonfatal", "1"}};
     case SourceScheme::kTcp:
+      if (listen) return {{"timeout", io_us}, {"listen", "1"}};
       return {{"timeout", io_us}};
     case SourceScheme::kHttp:
       // live_start_index: an HLS playlist is joined at its newest segment (the default, 3 from
       // the end, starts seconds behind); other formats ignore the option.
       return {{"rw_timeout", io_us}, {"live_start_index", "-1"}};
     case SourceScheme::kRtmp:
+      if (listen) return {{"rw_timeout", io_us}, {"listen", "1"}};
       return {{"rw_timeout", io_us}};
   }
   return {};
+}
+
+bool ListenAllowed(SourceScheme scheme) {
+  return scheme == SourceScheme::kRtsp || scheme == SourceScheme::kRtmp ||
+         scheme == SourceScheme::kTcp;
 }
 
 }  // namespace mogserve::video

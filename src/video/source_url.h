@@ -49,8 +49,13 @@ struct SourceTimeouts {
 // `timeout` would turn an rtmp:// reader into a listener: for rtmp it means "seconds to wait
 // for a publisher"). Files get none. The reader's interrupt callback enforces the same
 // deadlines for every transport, so these only make FFmpeg fail earlier with its own message.
+// `listen` (rtsp, rtmp, tcp only: ListenAllowed) makes FFmpeg wait for a pushing encoder.
 std::vector<std::pair<std::string, std::string>> FormatOptions(SourceScheme scheme,
                                                                const SourceTimeouts& timeouts,
-                                                               RtspTransport rtsp_transport);
+                                                               RtspTransport rtsp_transport,
+                                                               bool listen = false);
+
+// Whether `scheme` can listen for a pushing encoder: rtsp (RECORD), rtmp (publish), tcp.
+bool ListenAllowed(SourceScheme scheme);
 
 }  // namespace mogserve::video

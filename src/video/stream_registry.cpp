@@ -60,6 +60,12 @@ Status StreamRegistry::Add(const StreamConfig& config) {
   StatusOr<SourceScheme> scheme = ParseSourceScheme(config.url);
   if (!scheme.ok()) return Unsupported(scheme.status().message());
   if (!(config.detect_fps >= 0)) return InvalidArgument("detect_fps must be >= 0");
+  if (config.listen && !ListenAllowed(*scheme)) {
+    return InvalidArgument(
+        "listen is for rtsp://, rtmp:// and tcp:// URLs (an encoder pushing "
+        "to them), not " +
+        RedactCredentials(config.url));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (streams_.count(config.id) > 0) {
     return FailedPrecondition("stream '" + config.id + "' exists already");
@@ -77,6 +83,10 @@ std::shared_ptr<StreamRegistry::Stream> StreamRegistry::Start(const StreamConfig
   o.id = config.id;
   o.source.url = config.url;
   o.detect_fps = config.detect_fps;
+  o.source.listen = config.listen;
+  // A listener waits for its publisher without a deadline of its own (a day, then it listens
+  // again): the reader's interrupt callback still ends the wait at once on DELETE or shutdown.
+  if (config.listen) o.source.timeouts.open = std::chrono::hours(24);
   o.realtime = true;
   o.reconnect = true;
   auto stream = std::make_shared<Stream>();
@@ -162,6 +172,7 @@ StreamInfo Describe(const StreamConfig& config, const StreamIngest& ingest, Stre
   info.id = config.id;
   info.url = ingest.display_url();
   info.detect_fps = config.detect_fps;
+  info.listen = config.listen;
   info.status = ingest.status();
   info.counters = info.status.counters;
   info.state = info.status.state;

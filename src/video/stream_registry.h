@@ -22,12 +22,16 @@ struct StreamConfig {
   std::string id;   // [A-Za-z0-9_.-]{1,64}
   std::string url;  // a path or URL (source_url.h); may hold credentials, never shown
   double detect_fps = 0;
+  // rtsp://, rtmp://, tcp://: wait there for an encoder to push (VideoSourceOptions::listen),
+  // as long as it takes; after each publisher, listen again.
+  bool listen = false;
 };
 
 struct StreamInfo {
   std::string id;
   std::string url;  // credentials removed
   double detect_fps = 0;
+  bool listen = false;
   StreamState state = StreamState::kConnecting;
   std::optional<VideoError> error;  // kFailed: why
   IngestCounters counters;

@@ -282,7 +282,7 @@ std::optional<VideoError> VideoReader::Impl::OpenInput() {
   format->interrupt_callback = {&Impl::InterruptCallback, this};
   AVDictionary* dict = nullptr;
   for (const auto& [key, value] :
-       FormatOptions(*scheme, options.timeouts, options.rtsp_transport)) {
+       FormatOptions(*scheme, options.timeouts, options.rtsp_transport, options.listen)) {
     av_dict_set(&dict, key.c_str(), value.c_str(), 0);
   }
   av_dict_set(&dict, "probesize", std::to_string(options.probe_size_bytes).c_str(), 0);

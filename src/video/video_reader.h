@@ -40,6 +40,10 @@ struct VideoSourceOptions {
   std::string url;  // a path or a URL (source_url.h); may hold credentials
   SourceTimeouts timeouts;
   RtspTransport rtsp_transport = RtspTransport::kTcp;
+  // rtsp://, rtmp://, tcp://: listen on the URL's address for an encoder that pushes (RTSP
+  // RECORD, RTMP publish, a TCP connection) instead of connecting to it; the open timeout is then
+  // how long to wait for it.
+  bool listen = false;
   // Codecs decoded, by FFmpeg's names; any other is kUnsupportedCodec.
   std::vector<std::string> codecs = {"h264", "hevc", "mjpeg"};
   // How much of a live source FFmpeg may read before the first frame: bounds start-up delay.

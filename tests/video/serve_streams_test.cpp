@@ -714,6 +714,70 @@ TEST(ServeStreams, ResultsArePushedToWatchersOverHttp) {
   b.Kill();
 }
 
+// specs/video_streams.md §7: an encoder pushing RTSP (ANNOUNCE/RECORD, ffmpeg -f rtsp) into a
+// `listen` stream: the clip's faces on its frames; when the encoder is done the stream listens
+// again; DELETE ends the wait at once.
+TEST(ServeStreams, AnRtspPushIntoAListeningStreamGivesTheClipsFaces) {
+  const int port = video::testing::ClosedTcpPort();
+  ServeProcess server;
+  ASSERT_TRUE(server.Start({}));
+  ASSERT_TRUE(server.WaitReady()) << server.Log();
+  auto client = server.NewClient();
+  const std::string url = "rtsp://127.0.0.1:" + std::to_string(port) + "/live";
+  auto added = Post(*client, {{"id", "push"}, {"url", url}, {"listen", true}, {"detect_fps", 3}});
+  ASSERT_EQ(added->status, 201) << added->body;
+  EXPECT_EQ(nlohmann::json::parse(added->body)["listen"], true);
+  auto file = Post(*client, {{"id", "f"}, {"url", ClipPath("clip.mp4")}, {"listen", true}});
+  EXPECT_EQ(file->status, 422);
+  EXPECT_NE(file->body.find("listen is for rtsp://, rtmp:// and tcp:// URLs"), std::string::npos)
+      << file->body;
+  auto listens = [port] {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!video::testing::IsListening(port) && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return video::testing::IsListening(port);
+  };
+  ASSERT_TRUE(listens()) << "the stream does not listen on " << port;
+
+  ChildProcess encoder;
+  ASSERT_TRUE(
+      encoder.Start(MOGSERVE_FFMPEG, {"-nostdin", "-v", "error", "-re", "-i", ClipPath("clip.mp4"),
+                                      "-c", "copy", "-f", "rtsp", "-rtsp_transport", "tcp", url}));
+  const std::string text = ReadStream(server, "/v1/streams/push/results", [](const std::string& t) {
+    return std::count(t.begin(), t.end(), '\n') >= 6;
+  });
+  int previous = -1;
+  for (const nlohmann::json& line : ParseJsonLines(text.substr(0, text.rfind('\n') + 1))) {
+    SCOPED_TRACE(line.dump());
+    const int frame = line["frame"];
+    const size_t faces = line["faces"].size();
+    EXPECT_GT(frame, previous);
+    previous = frame;
+    EXPECT_EQ(line["width"], 1280);
+    if (frame < 100) {
+      EXPECT_EQ(faces, 4u);
+    } else if (frame < 200) {
+      EXPECT_TRUE(faces == 4u || faces == 5u);
+    } else {
+      EXPECT_EQ(faces, 0u);
+    }
+  }
+  const ProcessResult pushed = encoder.Wait(std::chrono::seconds(30));
+  EXPECT_EQ(pushed.exit_code, 0) << pushed.Describe();
+  const nlohmann::json after = WaitForStream(
+      *client, "push", [](const nlohmann::json& s) { return Frames(s, "detected") >= 20; });
+  EXPECT_EQ(after["codec"], "h264");
+
+  // The encoder is done: the stream listens for the next one.
+  ASSERT_TRUE(listens()) << "the stream does not listen again";
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(client->Delete("/v1/streams/push")->status, 204);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  const ProcessResult stopped = server.Stop();
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.Describe();
+}
+
 // GET /v1/streams/ws: the SSE events as WebSocket messages {"event","data"}, over real sockets
 // (support/ws_client.h, written from RFC 6455), filtered by ?ids, the watcher cap shared.
 TEST(ServeStreams, StreamsWebSocketCarriesTheEvents) {
@@ -860,8 +924,8 @@ TEST(ServeStreams, StreamsFileStartsItsStreams) {
   auto unknown =
       Post(*client, {{"id", "x"}, {"url", ClipPath("clip.mp4")}, {"rtsp_transport", "udp"}});
   EXPECT_EQ(unknown->status, 422);
-  EXPECT_NE(unknown->body.find("unknown field 'rtsp_transport'; a stream takes id, url and "
-                               "detect_fps"),
+  EXPECT_NE(unknown->body.find("unknown field 'rtsp_transport'; a stream takes id, url, "
+                               "detect_fps and listen"),
             std::string::npos)
       << unknown->body;
   const ProcessResult stopped = server.Stop();
@@ -882,8 +946,12 @@ TEST(ServeStreams, AMalformedStreamsFileIsAUsageError) {
        "entry 0 ('a'): field 'detect_fps' must be a number >= 0 (0: every frame), got string"},
       {"[{\"id\": \"a\", \"url\": \"" + clip + "\", \"detect_fps\": -1}]",
        "entry 0 ('a'): field 'detect_fps' must be >= 0"},
+      {"[{\"id\": \"a\", \"url\": \"" + clip + "\", \"loop\": true}]",
+       "entry 0 ('a'): unknown field 'loop'; a stream takes id, url, detect_fps and listen"},
       {"[{\"id\": \"a\", \"url\": \"" + clip + "\", \"listen\": true}]",
-       "entry 0 ('a'): unknown field 'listen'; a stream takes id, url and detect_fps"},
+       "entry 0 ('a'): field 'listen' is for rtsp://, rtmp:// and tcp:// URLs"},
+      {"[{\"id\": \"a\", \"url\": \"rtsp://127.0.0.1:1/live\", \"listen\": 1}]",
+       "entry 0 ('a'): field 'listen' must be true or false, got number"},
       {"[{\"id\": 7, \"url\": \"" + clip + "\"}]",
        "entry 0: field 'id' must be a string, got number"},
       {"[{\"id\": \"a\", \"url\": \"gopher://u:pw@host/x\"}]",

@@ -46,10 +46,10 @@ TEST(SourceUrl, CredentialsAreRedacted) {
   EXPECT_EQ(RedactCredentials("rtsp://u:p@ss@cam/x"), "rtsp://***@cam/x");
 }
 
-std::map<std::string, std::string> Options(SourceScheme scheme) {
+std::map<std::string, std::string> Options(SourceScheme scheme, bool listen = false) {
   const SourceTimeouts t{std::chrono::milliseconds(10'000), std::chrono::milliseconds(2'500)};
   std::map<std::string, std::string> m;
-  for (const auto& [k, v] : FormatOptions(scheme, t, RtspTransport::kUdp)) m[k] = v;
+  for (const auto& [k, v] : FormatOptions(scheme, t, RtspTransport::kUdp, listen)) m[k] = v;
   return m;
 }
 
@@ -66,6 +66,21 @@ TEST(SourceUrl, TimeoutsPerScheme) {
   EXPECT_EQ(Options(SourceScheme::kRtmp).count("timeout"), 0u);
   EXPECT_EQ(Options(SourceScheme::kHttp).count("timeout"), 0u);
   EXPECT_TRUE(Options(SourceScheme::kFile).empty());
+}
+
+TEST(SourceUrl, ListenForAPushingEncoder) {
+  EXPECT_EQ(Options(SourceScheme::kRtsp, true).at("rtsp_flags"), "listen");
+  EXPECT_EQ(Options(SourceScheme::kRtsp, true).at("timeout"), "2500000");
+  EXPECT_EQ(Options(SourceScheme::kTcp, true).at("listen"), "1");
+  EXPECT_EQ(Options(SourceScheme::kRtmp, true).at("listen"), "1");
+  EXPECT_EQ(Options(SourceScheme::kRtsp).count("rtsp_flags"), 0u);
+  EXPECT_EQ(Options(SourceScheme::kTcp).count("listen"), 0u);
+  EXPECT_TRUE(ListenAllowed(SourceScheme::kRtsp));
+  EXPECT_TRUE(ListenAllowed(SourceScheme::kRtmp));
+  EXPECT_TRUE(ListenAllowed(SourceScheme::kTcp));
+  EXPECT_FALSE(ListenAllowed(SourceScheme::kHttp));
+  EXPECT_FALSE(ListenAllowed(SourceScheme::kUdp));
+  EXPECT_FALSE(ListenAllowed(SourceScheme::kFile));
 }
 
 }  // namespace
