@@ -390,8 +390,7 @@ bool VideoReader::Impl::DropToCatchUp() {
   const int64_t ts = packet->dts != AV_NOPTS_VALUE ? packet->dts : packet->pts;
   std::optional<double> ts_s;
   if (ts != AV_NOPTS_VALUE) ts_s = static_cast<double>(ts) * av_q2d(time_base);
-  const double now_s =
-      std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count();
+  const double now_s = std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count();
   if (!catch_up.Drop(now_s, ts_s, (packet->flags & AV_PKT_FLAG_KEY) != 0)) return false;
   ++counters.dropped_catchup;
   return true;
