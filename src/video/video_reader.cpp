@@ -476,9 +476,9 @@ VideoReader::ReadState VideoReader::Next(FrameInfo* out) {
     return ReadState::kFailed;
   }
   // The watchdog counts from the call: a bulk reader may be held back between calls.
-  const auto watchdog_end = m.options.no_frame_timeout.count() > 0
-                                ? SteadyClock::now() + m.options.no_frame_timeout
-                                : SteadyClock::time_point::max();
+  auto watchdog_end = m.options.no_frame_timeout.count() > 0
+                          ? SteadyClock::now() + m.options.no_frame_timeout
+                          : SteadyClock::time_point::max();
   while (true) {
     auto start = SteadyClock::now();
     int rc = avcodec_receive_frame(m.codec, m.frame);
@@ -527,6 +527,11 @@ VideoReader::ReadState VideoReader::Next(FrameInfo* out) {
     ++m.counters.packets;
     if (m.DropToCatchUp()) {
       av_packet_unref(m.packet);
+      // Video dropped to catch up is a source alive, not a silent camera: with a long GOP the
+      // next keyframe may be further away than the watchdog's limit.
+      if (m.options.no_frame_timeout.count() > 0) {
+        watchdog_end = SteadyClock::now() + m.options.no_frame_timeout;
+      }
       continue;
     }
     m.RecordArrival();
