@@ -373,17 +373,16 @@ std::string StreamMetricsText(const video::StreamRegistry& registry) {
          "Frames of each video stream by stage (since the stream was added or restarted).");
   for (const video::StreamInfo& s : streams) {
     const video::IngestCounters& c = s.counters;
-    const std::pair<const char*, int64_t> stages[] = {
-        {"received", c.received},
-        {"decoded", c.decoded},
-        {"dropped_catchup", c.dropped_catchup},
-        {"corrupt", c.corrupt},
-        {"sampled_out", c.sampled_out},
-        {"submitted", c.submitted},
-        {"detected", c.detected},
-        {"superseded", c.superseded},
-        {"expired", c.expired},
-        {"failed", c.failed}};
+    const std::pair<const char*, int64_t> stages[] = {{"received", c.received},
+                                                      {"decoded", c.decoded},
+                                                      {"dropped_catchup", c.dropped_catchup},
+                                                      {"corrupt", c.corrupt},
+                                                      {"sampled_out", c.sampled_out},
+                                                      {"submitted", c.submitted},
+                                                      {"detected", c.detected},
+                                                      {"superseded", c.superseded},
+                                                      {"expired", c.expired},
+                                                      {"failed", c.failed}};
     for (const auto& [stage, n] : stages) {
       Sample(out, "mogserve_stream_frames_total", label(s) + ",stage=\"" + stage + "\"",
              static_cast<double>(n));
@@ -392,15 +391,14 @@ std::string StreamMetricsText(const video::StreamRegistry& registry) {
   Family(out, "mogserve_stream_fps", "gauge", "Frames per second of each stage, last 10 s.");
   for (const video::StreamInfo& s : streams) {
     const video::IngestRates& f = s.status.fps;
-    const std::pair<const char*, double> stages[] = {
-        {"received", f.received},
-        {"decoded", f.decoded},
-        {"dropped_catchup", f.dropped_catchup},
-        {"corrupt", f.corrupt},
-        {"sampled_out", f.sampled_out},
-        {"detected", f.detected},
-        {"superseded", f.superseded},
-        {"expired", f.expired}};
+    const std::pair<const char*, double> stages[] = {{"received", f.received},
+                                                     {"decoded", f.decoded},
+                                                     {"dropped_catchup", f.dropped_catchup},
+                                                     {"corrupt", f.corrupt},
+                                                     {"sampled_out", f.sampled_out},
+                                                     {"detected", f.detected},
+                                                     {"superseded", f.superseded},
+                                                     {"expired", f.expired}};
     for (const auto& [stage, v] : stages) {
       Sample(out, "mogserve_stream_fps", label(s) + ",stage=\"" + stage + "\"", v);
     }

@@ -296,7 +296,7 @@ bool StreamIngest::WaitUntil(SteadyClock::time_point t) {
 }
 
 std::shared_ptr<const image::Image> StreamIngest::TakePreview(VideoReader& reader,
-                                                             const FrameInfo& frame) {
+                                                              const FrameInfo& frame) {
   if (options_.preview_max_side_px <= 0) return nullptr;
   const double scale = std::min(
       1.0, static_cast<double>(options_.preview_max_side_px) / std::max(frame.width, frame.height));

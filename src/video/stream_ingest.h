@@ -116,7 +116,7 @@ struct IngestStatus {
   std::chrono::system_clock::time_point last_error_at{};
   std::string codec;    // of the current connection; "" before the first open
   std::string decoder;  // VideoReader::decoder_name(): "h264 (software; cuda unavailable: ...)"
-  int width = 0;      // of the latest frame
+  int width = 0;        // of the latest frame
   int height = 0;
   double source_fps = 0;  // the frame rate the source announces, 0 if unknown
   // How far the latest frame's reading trails its presentation time, measured from the
@@ -214,12 +214,12 @@ class StreamIngest {
   IngestCounters counters_;     // guarded by mu_
   IngestStatus status_;         // state, since, reconnects, errors, source; guarded by mu_
   StreamWindow window_;         // guarded by mu_
-  double lag_origin_s_ = 0;  // least arrival − pts of a connection's frames; guarded by mu_
+  double lag_origin_s_ = 0;     // least arrival − pts of a connection's frames; guarded by mu_
   std::map<int64_t, Pending> pending_;                // submitted, not yet ended; guarded by mu_
   std::map<int64_t, pipeline::RequestResult> ended_;  // ended out of order; guarded by mu_
   int64_t next_seq_ = 0;                              // guarded by mu_
   int64_t next_delivery_ = 0;                         // guarded by mu_
-  int64_t skipped_ = 0;  // since the last delivered result; guarded by mu_
+  int64_t skipped_ = 0;        // since the last delivered result; guarded by mu_
   int64_t preview_bytes_ = 0;  // held by the previews of pending_; guarded by mu_
   std::thread thread_;
 };

@@ -17,11 +17,11 @@
 namespace mogserve::video {
 
 enum class StreamEvent {
-  kReceived,    // video packets read
-  kDecoded,     // frames through the decoder stage: undamaged ones out, or dropped to catch up
+  kReceived,        // video packets read
+  kDecoded,         // frames through the decoder stage: undamaged ones out, or dropped to catch up
   kDroppedCatchup,  // packets dropped undecoded while reading lagged the source
-  kCorrupt,     // damaged frames or packets
-  kSampledOut,  // left out by detect_fps
+  kCorrupt,         // damaged frames or packets
+  kSampledOut,      // left out by detect_fps
   kDetected,
   kSuperseded,
   kExpired,

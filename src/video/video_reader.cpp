@@ -120,6 +120,30 @@ bool HasCudaConfig(const AVCodec* decoder) {
   }
 }
 
+// The process's CUDA device for decoding, opened once and shared by every stream (a CUDA context
+// costs hundreds of MB of GPU memory; one per camera would not do). Null with `why` when it
+// cannot be opened; the answer is kept (a driver does not appear while the process runs).
+AVBufferRef* SharedCudaDevice(std::string* why) {
+  static std::mutex mu;
+  static AVBufferRef* device = nullptr;  // lives as long as the process
+  static std::string failure;
+  static bool tried = false;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!tried) {
+    tried = true;
+    std::string ffmpeg_says;
+    captured_log = &ffmpeg_says;
+    const int rc = av_hwdevice_ctx_create(&device, AV_HWDEVICE_TYPE_CUDA, nullptr, nullptr, 0);
+    captured_log = nullptr;
+    if (rc < 0) {
+      device = nullptr;
+      failure = "cuda unavailable: " + (ffmpeg_says.empty() ? AvErrorText(rc) : ffmpeg_says);
+    }
+  }
+  if (device == nullptr) *why = failure;
+  return device;
+}
+
 }  // namespace
 
 const char* HwAccelName(HwAccel hwaccel) {
@@ -183,10 +207,9 @@ struct VideoReader::Impl {
   AVCodecContext* codec = nullptr;
   AVPacket* packet = nullptr;
   AVFrame* frame = nullptr;
-  AVBufferRef* hw_device = nullptr;  // the CUDA device the decoder uses; null: software
-  AVFrame* sw_frame = nullptr;       // a frame decoded on the GPU, copied to memory (NV12)
-  AVFrame* picture = nullptr;        // what Next last returned: `frame` or `sw_frame`
-  std::string decoded_by;            // "cuda", "software", "software; <why not cuda>"
+  AVFrame* sw_frame = nullptr;  // a frame decoded on the GPU, copied to memory (NV12)
+  AVFrame* picture = nullptr;   // what Next last returned: `frame` or `sw_frame`
+  std::string decoded_by;       // "cuda", "software", "software; <why not cuda>"
   CatchUp catch_up;
   SwsContext* sws = nullptr;
   SwsContext* preview_sws = nullptr;
@@ -215,7 +238,6 @@ struct VideoReader::Impl {
     av_frame_free(&sw_frame);
     av_packet_free(&packet);
     avcodec_free_context(&codec);
-    av_buffer_unref(&hw_device);
     avformat_close_input(&format);
   }
 
@@ -340,15 +362,10 @@ void VideoReader::Impl::AttachCuda(const AVCodec* decoder, const std::string& na
   if (!HasCudaConfig(decoder)) {
     return FallBackToSoftware("this FFmpeg has no cuda decoder for " + name);
   }
-  std::string ffmpeg_says;
-  captured_log = &ffmpeg_says;
-  const int rc = av_hwdevice_ctx_create(&hw_device, AV_HWDEVICE_TYPE_CUDA, nullptr, nullptr, 0);
-  captured_log = nullptr;
-  if (rc < 0) {
-    return FallBackToSoftware("cuda unavailable: " +
-                              (ffmpeg_says.empty() ? AvErrorText(rc) : ffmpeg_says));
-  }
-  codec->hw_device_ctx = av_buffer_ref(hw_device);
+  std::string why;
+  AVBufferRef* device = SharedCudaDevice(&why);
+  if (device == nullptr) return FallBackToSoftware(why);
+  codec->hw_device_ctx = av_buffer_ref(device);
   codec->opaque = this;
   codec->get_format = &Impl::PickFormat;
   decoded_by = "cuda";
@@ -385,8 +402,7 @@ bool VideoReader::Impl::DropToCatchUp() {
   const int64_t ts = packet->dts != AV_NOPTS_VALUE ? packet->dts : packet->pts;
   std::optional<double> ts_s;
   if (ts != AV_NOPTS_VALUE) ts_s = static_cast<double>(ts) * av_q2d(time_base);
-  const double now_s =
-      std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count();
+  const double now_s = std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count();
   if (!catch_up.Drop(now_s, ts_s, (packet->flags & AV_PKT_FLAG_KEY) != 0)) return false;
   ++counters.dropped_catchup;
   return true;
@@ -455,9 +471,9 @@ VideoReader::ReadState VideoReader::Next(FrameInfo* out) {
     return ReadState::kFailed;
   }
   // The watchdog counts from the call: a bulk reader may be held back between calls.
-  const auto watchdog_end = m.options.no_frame_timeout.count() > 0
-                                ? SteadyClock::now() + m.options.no_frame_timeout
-                                : SteadyClock::time_point::max();
+  auto watchdog_end = m.options.no_frame_timeout.count() > 0
+                          ? SteadyClock::now() + m.options.no_frame_timeout
+                          : SteadyClock::time_point::max();
   while (true) {
     auto start = SteadyClock::now();
     int rc = avcodec_receive_frame(m.codec, m.frame);
@@ -506,6 +522,11 @@ VideoReader::ReadState VideoReader::Next(FrameInfo* out) {
     ++m.counters.packets;
     if (m.DropToCatchUp()) {
       av_packet_unref(m.packet);
+      // Video dropped to catch up is a source alive, not a silent camera: with a long GOP the
+      // next keyframe may be further away than the watchdog's limit.
+      if (m.options.no_frame_timeout.count() > 0) {
+        watchdog_end = SteadyClock::now() + m.options.no_frame_timeout;
+      }
       continue;
     }
     m.RecordArrival();

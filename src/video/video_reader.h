@@ -72,9 +72,9 @@ struct FrameInfo {
 };
 
 struct ReaderCounters {
-  int64_t packets = 0;  // video packets read (after the first keyframe)
-  int64_t decoded = 0;  // frames out of the decoder, corrupt ones included
-  int64_t corrupt = 0;  // frames the decoder flagged as damaged: skipped
+  int64_t packets = 0;          // video packets read (after the first keyframe)
+  int64_t decoded = 0;          // frames out of the decoder, corrupt ones included
+  int64_t corrupt = 0;          // frames the decoder flagged as damaged: skipped
   int64_t dropped_catchup = 0;  // packets dropped undecoded to catch up (counted in `packets`)
 };
 

@@ -177,7 +177,7 @@ class ScriptedHandler : public HttpHandler {
  private:
   Later later_;
   std::mutex mu_;
-  std::vector<Responder> held_;  // guarded by mu_
+  std::vector<Responder> held_;            // guarded by mu_
   std::shared_ptr<ResponseStream> flood_;  // guarded by mu_
   std::atomic<int> sent_{0};
 };

@@ -51,7 +51,7 @@ TEST(CatchUp, ABacklogIsDroppedUpToTheKeyframeAfterTheLagFalls) {
   // everything after it up to each keyframe while the lag stays above 200 ms.
   EXPECT_FALSE(dropped[0]);
   EXPECT_TRUE(dropped[1]);
-  EXPECT_FALSE(dropped[75 - 50]);   // keyframes pass
+  EXPECT_FALSE(dropped[75 - 50]);  // keyframes pass
   EXPECT_FALSE(dropped[100 - 50]);
   EXPECT_TRUE(dropped[99 - 50]);
   // The lag falls by 35 ms a packet: from 3 s it is under 200 ms after ~80 packets (frame

@@ -262,8 +262,8 @@ TEST(ServeStreams, AStreamFallenBehindDropsFramesToCatchUp) {
   ASSERT_TRUE(publisher.Resume());
   const auto resumed = std::chrono::steady_clock::now();
   const nlohmann::json caught_up = WaitForStream(*client, "cam", [&](const nlohmann::json& s) {
-    return Frames(s, "dropped_catchup") > 0 && Frames(s, "decoded") >= Frames(before, "decoded") +
-                                                                           4 * 25;
+    return Frames(s, "dropped_catchup") > 0 &&
+           Frames(s, "decoded") >= Frames(before, "decoded") + 4 * 25;
   });
   // About 3 s of frames (75) minus a keyframe a second were dropped, not decoded.
   EXPECT_GT(Frames(caught_up, "dropped_catchup"), 25) << caught_up;
