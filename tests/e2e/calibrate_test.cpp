@@ -120,7 +120,7 @@ TEST(CalibrateE2E, Int8WithoutCalibrationDataFailsNamingTheFlagOrFile) {
     std::string text = ReadText(dir / "ssd.json");
     const size_t at = text.find("\"range\": ");
     ASSERT_NE(at, std::string::npos);
-    text.insert(at + 9, "-");
+    text = text.substr(0, at + 9) + "-" + text.substr(at + 9);  // the first range negated
     WriteBytes(dir.path() / "bad.json", std::vector<uint8_t>(text.begin(), text.end()));
     const ProcessResult r =
         RunDetect({"--precision", "int8", "--calibration", dir / "bad.json", photo});
