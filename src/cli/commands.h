@@ -69,7 +69,8 @@ struct EngineFlags {
 };
 void AddEngineFlags(CLI::App& app, EngineFlags& flags);
 // The SSD's INT8 calibration file the build writes (`mogserve calibrate` over
-// tests/data/photos): <folder of the executable>/calibration/ssd_mobilenetv1_int8.json.
+// tests/data/photos): <folder of the executable>/calibration/ssd_mobilenetv1_int8.json. Without
+// it, int8 looks for <model folder>/int8_calibration.json (where the container image puts it).
 std::string DefaultSsdCalibration();
 // InvalidArgument naming the flag and the allowed values.
 StatusOr<engine::EngineOptions> ToEngineOptions(const EngineFlags& flags);

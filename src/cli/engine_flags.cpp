@@ -95,14 +95,6 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const EngineFlags& flags) {
   if (!precision.ok()) return FlagError("--precision", precision.status());
   options.precision = *precision;
   options.calibration = flags.calibration;
-  // The SSD's default calibration (used by int8 only; filled at any precision because commands
-  // such as bench engine --precisions and eval compare switch the precision afterwards).
-  if (options.calibration.empty() && options.model == engine::ModelKind::kSsd) {
-    const std::string fallback = DefaultSsdCalibration();
-    if (!fallback.empty() && std::filesystem::is_regular_file(fallback)) {
-      options.calibration = fallback;
-    }
-  }
   using Layers = engine::EngineOptions::Int8FloatLayers;
   if (flags.int8_float_layers == "first,heads" || flags.int8_float_layers == "heads,first") {
     options.int8_float_layers = Layers::kFirstAndHeads;
@@ -123,6 +115,19 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const EngineFlags& flags) {
         "from --model-dir");
   }
   options.model_dir = ResolveModelDir(flags.model_dir);
+  // The SSD's default calibration (used by int8 only; filled at any precision because commands
+  // such as bench engine --precisions and eval compare switch the precision afterwards): the
+  // build's, else one installed beside the model (the container image's).
+  if (options.calibration.empty() && options.model == engine::ModelKind::kSsd) {
+    for (const std::string& candidate :
+         {DefaultSsdCalibration(), options.model_dir + "/int8_calibration.json"}) {
+      std::error_code ec;
+      if (!candidate.empty() && std::filesystem::is_regular_file(candidate, ec)) {
+        options.calibration = candidate;
+        break;
+      }
+    }
+  }
   options.weights = flags.weights;
   options.synthetic_weights = flags.synthetic_weights;
   options.synthetic_seed = flags.seed;

@@ -120,7 +120,7 @@ TEST(CalibrateE2E, Int8WithoutCalibrationDataFailsNamingTheFlagOrFile) {
     std::string text = ReadText(dir / "ssd.json");
     const size_t at = text.find("\"range\": ");
     ASSERT_NE(at, std::string::npos);
-    text.insert(at + 9, "-");
+    text = text.substr(0, at + 9) + "-" + text.substr(at + 9);  // the first range negated
     WriteBytes(dir.path() / "bad.json", std::vector<uint8_t>(text.begin(), text.end()));
     const ProcessResult r =
         RunDetect({"--precision", "int8", "--calibration", dir / "bad.json", photo});
@@ -133,6 +133,38 @@ TEST(CalibrateE2E, Int8WithoutCalibrationDataFailsNamingTheFlagOrFile) {
     EXPECT_NE(r.exit_code, 0) << r.Describe();
     EXPECT_EQ(r.out, "");
   }
+}
+
+// A mogserve with no build calibration beside it (a copy in a fresh folder): the SSD at int8
+// refuses to start naming --calibration, and uses int8_calibration.json in the model folder when
+// one is installed there (the container image's layout).
+TEST(CalibrateE2E, SsdWithoutBuildCalibrationNeedsOneBesideTheModel) {
+  TempDir dir;
+  const fs::path binary = dir.path() / "bin" / "mogserve";
+  fs::create_directories(binary.parent_path());
+  fs::copy_file(MogserveBinary(), binary);
+  fs::permissions(binary, fs::perms::owner_all);
+  const fs::path model = dir.path() / "model";
+  fs::create_directories(model);
+  for (const auto& e : fs::directory_iterator(TestModelDir())) {
+    if (e.is_regular_file()) fs::copy_file(e.path(), model / e.path().filename());
+  }
+  const std::string photo = PhotoPath("grace_hopper.jpg").string();
+  const std::vector<std::string> args = {"detect", "--model-dir", model.string(), "--precision",
+                                         "int8", "--threads", "1", photo};
+  const ProcessResult refused = RunProcess(binary.string(), args);
+  EXPECT_EQ(refused.exit_code, 2) << refused.Describe();
+  EXPECT_TRUE(Contains(refused.err, "--calibration")) << refused.err;
+  EXPECT_EQ(refused.out, "");
+
+  const fs::path built = fs::path(MogserveBinary()).parent_path() / "calibration" /
+                         "ssd_mobilenetv1_int8.json";
+  fs::copy_file(built, model / "int8_calibration.json");
+  const ProcessResult r = RunProcess(binary.string(), args);
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  const std::vector<nlohmann::json> lines = ParseJsonLines(r.out);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["faces"].size(), 1u) << r.out;
 }
 
 }  // namespace

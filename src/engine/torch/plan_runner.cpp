@@ -215,6 +215,16 @@ void AddInt8Convs(const model::Network& net, const model::ActivationScales& scal
                              c10::List<int64_t>({op.dilation, op.dilation}), d.groups);
     w->int8[i] = std::move(c);
   }
+  // The FP32 copy of a kernel only INT8 ops use is no longer needed (oneDNN keeps its packed
+  // INT8 weights and the FP32 bias).
+  std::vector<bool> float_use(net.convs().size(), false);
+  for (size_t i = 0; i < net.ops().size(); ++i) {
+    const model::Op& op = net.ops()[i];
+    if (op.kind == model::OpKind::kConv && !w->int8[i]) float_use[op.def] = true;
+  }
+  for (size_t d = 0; d < float_use.size(); ++d) {
+    if (!float_use[d]) w->conv_weight[d] = at::Tensor();
+  }
 }
 
 PlanOutputs RunPlan(const model::LayerPlan& plan, const TorchWeights& weights, at::Tensor input,

@@ -37,7 +37,9 @@ struct Int8Conv {
 struct TorchWeights {
   at::ScalarType dtype = at::kFloat;  // kFloat or kBFloat16 (GroupNorm affine stays FP32)
   bool channels_last = true;
-  std::vector<at::Tensor> conv_weight;  // by ConvDef index, OIHW in dtype and memory format
+  // By ConvDef index, OIHW in dtype and memory format; undefined for a kernel that only INT8 ops
+  // use (AddInt8Convs releases it).
+  std::vector<at::Tensor> conv_weight;
   std::vector<at::Tensor> conv_bias;    // [out] in dtype
   std::vector<at::Tensor> norm_gamma;   // by NormDef index, FP32
   std::vector<at::Tensor> norm_beta;
