@@ -19,6 +19,7 @@ extern "C" {
 #include <cstdarg>
 #include <limits>
 #include <mutex>
+#include <string_view>
 
 #include "common/clock.h"
 #include "video/av_error.h"
@@ -211,6 +212,10 @@ struct VideoReader::Impl {
   AVFrame* picture = nullptr;   // what Next last returned: `frame` or `sw_frame`
   std::string decoded_by;       // "cuda", "software", "software; <why not cuda>"
   CatchUp catch_up;
+  // HLS/DASH: segments arrive whole, each a segment's length after it began, so reading always
+  // trails the source by about a segment — a structural lag, not falling behind: catching up
+  // would drop frames of every segment.
+  bool segmented = false;
   SwsContext* sws = nullptr;
   SwsContext* preview_sws = nullptr;
   int stream_index = -1;
@@ -315,6 +320,8 @@ std::optional<VideoError> VideoReader::Impl::OpenInput() {
   int rc = avformat_open_input(&format, options.url.c_str(), nullptr, &dict);
   av_dict_free(&dict);
   if (rc < 0) return Fail("opening", rc);
+  segmented = std::string_view(format->iformat->name) == "hls" ||
+              std::string_view(format->iformat->name) == "dash";
   rc = avformat_find_stream_info(format, nullptr);
   if (rc < 0) return Fail("probing", rc);
   return std::nullopt;
@@ -398,7 +405,7 @@ AVPixelFormat VideoReader::Impl::PickFormat(AVCodecContext* ctx, const AVPixelFo
 }
 
 bool VideoReader::Impl::DropToCatchUp() {
-  if (!options.catch_up) return false;
+  if (!options.catch_up || segmented) return false;
   const int64_t ts = packet->dts != AV_NOPTS_VALUE ? packet->dts : packet->pts;
   std::optional<double> ts_s;
   if (ts != AV_NOPTS_VALUE) ts_s = static_cast<double>(ts) * av_q2d(time_base);
