@@ -4,7 +4,7 @@
 #include "bench/engine_bench.h"
 #include "cli/bench_pipeline_command.h"
 #include "cli/commands.h"
-#include "common/file_util.h"
+#include "cli/output_file.h"
 
 namespace mogserve::cli {
 namespace {
@@ -112,17 +112,8 @@ int RunEngineBenchCommand(const BenchFlags& flags) {
     std::cerr << "error: " << report.status().ToString() << "\n";
     return kExitFatal;
   }
-  const std::string markdown = bench::EngineBenchMarkdown(*report);
-  std::cout << markdown;
-  for (const auto& [path, text] : {std::pair{flags.json_path, bench::EngineBenchJson(*report)},
-                                   std::pair{flags.markdown_path, markdown}}) {
-    if (path.empty()) continue;
-    if (Status s = WriteTextFile(path, text); !s.ok()) {
-      std::cerr << "error: " << s.message() << "\n";
-      return kExitFatal;
-    }
-  }
-  return kExitOk;
+  return PrintBenchResult(bench::EngineBenchMarkdown(*report), bench::EngineBenchJson(*report),
+                          flags.json_path, flags.markdown_path);
 }
 
 void AddRowFlags(CLI::App& engine, BenchFlags& flags) {

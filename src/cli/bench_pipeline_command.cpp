@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "bench/pipeline_bench.h"
-#include "common/file_util.h"
+#include "cli/output_file.h"
 
 namespace mogserve::cli {
 namespace {
@@ -71,17 +71,8 @@ int RunBenchPipeline(BenchPipelineFlags flags, const CLI::App& app) {
     std::cerr << "error: " << report.status().ToString() << "\n";
     return kExitFatal;
   }
-  const std::string markdown = bench::PipelineBenchMarkdown(*report);
-  std::cout << markdown;
-  for (const auto& [path, text] : {std::pair{flags.json_path, bench::PipelineBenchJson(*report)},
-                                   std::pair{flags.markdown_path, markdown}}) {
-    if (path.empty()) continue;
-    if (Status s = WriteTextFile(path, text); !s.ok()) {
-      std::cerr << "error: " << s.message() << "\n";
-      return kExitFatal;
-    }
-  }
-  return kExitOk;
+  return PrintBenchResult(bench::PipelineBenchMarkdown(*report), bench::PipelineBenchJson(*report),
+                          flags.json_path, flags.markdown_path);
 }
 
 }  // namespace

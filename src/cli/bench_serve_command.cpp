@@ -7,6 +7,7 @@
 
 #include "bench/serve_bench.h"
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "cli/serving_stack.h"
 #include "common/file_util.h"
 
@@ -116,17 +117,8 @@ int Run(const BenchServeFlags& f) {
     std::cerr << "error: " << report.status().message() << "\n";
     return kExitFatal;
   }
-  const std::string markdown = bench::ServeBenchMarkdown(*report);
-  std::cout << markdown;
-  for (const auto& [path, text] : {std::pair{f.json_path, bench::ServeBenchJson(*report)},
-                                   std::pair{f.markdown_path, markdown}}) {
-    if (path.empty()) continue;
-    if (Status s = WriteTextFile(path, text); !s.ok()) {
-      std::cerr << "error: " << s.message() << "\n";
-      return kExitFatal;
-    }
-  }
-  return kExitOk;
+  return PrintBenchResult(bench::ServeBenchMarkdown(*report), bench::ServeBenchJson(*report),
+                          f.json_path, f.markdown_path);
 }
 
 }  // namespace

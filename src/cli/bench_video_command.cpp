@@ -6,9 +6,9 @@
 #include "bench/engine_bench.h"
 #include "bench/video_bench.h"
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "cli/serve_streams.h"
 #include "cli/serving_stack.h"
-#include "common/file_util.h"
 #include "scheduler/scheduler_config.h"
 
 #ifdef MOGSERVE_WITH_VIDEO
@@ -126,17 +126,8 @@ int Run(const BenchVideoFlags& f) {
     }
     serving->pipeline->Shutdown();
   }
-  const std::string markdown = bench::VideoBenchMarkdown(report);
-  std::cout << markdown;
-  for (const auto& [path, text] : {std::pair{f.json_path, bench::VideoBenchJson(report)},
-                                   std::pair{f.markdown_path, markdown}}) {
-    if (path.empty()) continue;
-    if (Status s = WriteTextFile(path, text); !s.ok()) {
-      std::cerr << "error: " << s.message() << "\n";
-      return kExitFatal;
-    }
-  }
-  return kExitOk;
+  return PrintBenchResult(bench::VideoBenchMarkdown(report), bench::VideoBenchJson(report),
+                          f.json_path, f.markdown_path);
 }
 
 #else

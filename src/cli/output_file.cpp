@@ -1,6 +1,10 @@
 #include "cli/output_file.h"
 
 #include <iostream>
+#include <utility>
+
+#include "cli/commands.h"
+#include "common/file_util.h"
 
 namespace mogserve::cli {
 
@@ -15,6 +19,20 @@ OutputFile::OutputFile(const std::string& path) : to_stdout_(path.empty()) {
 
 std::ostream& OutputFile::stream() {
   return to_stdout_ ? std::cout : file_;
+}
+
+int PrintBenchResult(const std::string& markdown, const std::string& json,
+                     const std::string& json_path, const std::string& markdown_path) {
+  std::cout << markdown;
+  for (const auto& [path, text] :
+       {std::pair{json_path, json}, std::pair{markdown_path, markdown}}) {
+    if (path.empty()) continue;
+    if (Status s = WriteTextFile(path, text); !s.ok()) {
+      std::cerr << "error: " << s.message() << "\n";
+      return kExitFatal;
+    }
+  }
+  return kExitOk;
 }
 
 }  // namespace mogserve::cli

@@ -1,4 +1,5 @@
-// Where a command writes its JSON lines: --output FILE, or stdout.
+// Where commands write their results: a job's JSON lines (--output FILE, or stdout), and a
+// benchmark's tables (stdout, plus --json / --markdown files).
 #pragma once
 
 #include <fstream>
@@ -20,5 +21,11 @@ class OutputFile {
   bool to_stdout_;
   bool ok_ = true;
 };
+
+// A benchmark's result: `markdown` on stdout, then `json` into json_path and `markdown` into
+// markdown_path where given. kExitOk, or kExitFatal (the error printed) when a file cannot be
+// written.
+int PrintBenchResult(const std::string& markdown, const std::string& json,
+                     const std::string& json_path, const std::string& markdown_path);
 
 }  // namespace mogserve::cli
