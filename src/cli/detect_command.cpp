@@ -85,6 +85,13 @@ pipeline::TtaOptions ToTtaOptions(const DetectFlags& flags, const DetectOptions&
   return o;
 }
 
+// Requests in flight at most: batch x instances x (2 batches prefetched + 1 running).
+int64_t Window(const DetectFlags& flags) {
+  const int instances = flags.job.instances > 0 ? flags.job.instances
+                                                : engine::DefaultInstances(flags.engine.device);
+  return int64_t{flags.job.batch_size} * instances * 3;
+}
+
 // The serving stack's options for an offline job: the job's policy and batch size, no warm-up
 // (a folder is one burst; the batch size is the cap), no deadline, count-only queue bounds (the
 // reorder window bounds the requests in flight).
@@ -100,6 +107,7 @@ DetectorOptions ToDetectorOptions(const DetectFlags& flags) {
   o.plan_batch_sizes.clear();
   o.request_timeout_ms = 0;
   o.queue_capacity_bytes = 0;
+  o.queue_capacity = std::max<int64_t>(o.queue_capacity, Window(flags));
   return o;
 }
 
@@ -268,9 +276,7 @@ int RunDetect(const DetectFlags& flags) {
   const auto start = std::chrono::steady_clock::now();
   double mean_batch = 1;
   if (detector) {
-    // The reorder window: batch x instances x (2 batches prefetched + 1 running).
-    const int window = flags.job.batch_size * detector->info().instances * 3;
-    DetectInOrder(*detector, inputs, window, on_result);
+    DetectInOrder(*detector, inputs, static_cast<int>(Window(flags)), on_result);
     detector->Shutdown();
     mean_batch = detector->stats().mean_batch_size;
   } else if (const int code = RunTta(flags, inputs, on_result); code != kExitOk) {

@@ -16,6 +16,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "api/serving_stack.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
 #include "cli/progress_bar.h"
@@ -59,22 +60,19 @@ nlohmann::json FrameLine(const video::FrameResult& r) {
   return server::FrameResultJson(r);  // the server's stream events carry the same lines
 }
 
-pipeline::PipelineOptions ToPipelineOptions(const DetectVideoFlags& flags,
-                                            const pipeline::ShapeBuckets& buckets,
-                                            scheduler::Policy policy, int instances) {
-  pipeline::PipelineOptions p;
-  p.buckets = buckets;
-  p.scheduler.policy = policy;
-  p.scheduler.max_batch_size = flags.job.batch_size;
-  // Bulk files block on this (backpressure: a few batches ahead of the engines); paced streams
-  // hold at most one queued frame each.
-  p.scheduler.queue_capacity_requests =
-      std::max<int64_t>(3 * flags.job.batch_size * instances, 2 * flags.sources.size());
-  p.scheduler.queue_capacity_bytes = 0;
-  p.scheduler.default_timeout =
-      pipeline::Duration::zero();  // paced frames carry their own deadline
-  p.preprocess_threads = 0;        // frames arrive as canvases: no decode pool
-  return p;
+// The serving stack's options for a video job: the job's policy and batch size, no warm-up, no
+// server deadline (paced frames carry their own).
+DetectorOptions ToDetectorOptions(const DetectVideoFlags& flags) {
+  DetectorOptions o;
+  ApplyEngineFlags(flags.engine, &o);
+  ApplyInputFlags(flags.input, &o);
+  o.instances = flags.job.instances;
+  o.scheduler = flags.job.policy;
+  o.max_batch_size = flags.job.batch_size;
+  o.plan_batch_sizes.clear();
+  o.request_timeout_ms = 0;
+  o.queue_capacity_bytes = 0;
+  return o;
 }
 
 struct Totals {
@@ -239,23 +237,31 @@ int RunDetectVideo(const DetectVideoFlags& flags) {
   }
   std::ostream& out = output.stream();
 
-  auto created = CreateEngineInstances(flags.engine, flags.job.instances);
-  if (const int* code = std::get_if<int>(&created)) return *code;
-  const EngineInstances& engines = std::get<EngineInstances>(created);
-  const engine::Engine& first = *engines.all.front();
-  auto buckets = ToShapeBuckets(flags.input, first.info());
-  if (!buckets.ok()) {
-    std::cerr << "error: " << buckets.status().message() << "\n";
+  DetectorOptions options = ToDetectorOptions(flags);
+  api::OptionNames names = api::OptionNames::Flags();
+  names.scheduler = "--policy";
+  names.max_batch_size = "--batch-size";
+  auto engine_options = api::ToEngineOptions(options, names);
+  if (!engine_options.ok()) {
+    std::cerr << "error: " << engine_options.status().message() << "\n";
     return kExitUsage;
   }
-  pipeline::PipelineOptions options =
-      ToPipelineOptions(flags, *buckets, *policy, static_cast<int>(engines.all.size()));
-  options.detect = ToDetectOptions(flags.input, first.default_detect_options());
-  auto pipeline = pipeline::Pipeline::Create(engines.all, options);
-  if (!pipeline.ok()) {
-    std::cerr << "error: " << pipeline.status().message() << "\n";
+  auto loaded = api::LoadEngines(*engine_options, options, names);
+  if (!loaded.ok()) {
+    std::cerr << "error: " << loaded.status().message() << "\n";
+    return loaded.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
+  }
+  // Bulk files block on this (backpressure: a few batches ahead of the engines); paced streams
+  // hold at most one queued frame each.
+  options.queue_capacity =
+      std::max<int64_t>(3 * flags.job.batch_size * static_cast<int64_t>(loaded->engines.size()),
+                        2 * static_cast<int64_t>(flags.sources.size()));
+  auto started = api::StartPipeline(options, *loaded, /*observer=*/nullptr, names);
+  if (!started.ok()) {
+    std::cerr << "error: " << started.status().message() << "\n";
     return kExitFatal;
   }
+  std::unique_ptr<pipeline::Pipeline>* pipeline = &started->pipeline;
 
   std::mutex out_mu;
   const LineWriter write_line = [&](const nlohmann::json& line) {

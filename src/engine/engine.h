@@ -63,7 +63,9 @@ struct CudaBackendOptions {
 
 struct EngineOptions {
   ModelKind model = ModelKind::kSsd;
-  std::string model_dir = "models";  // SSD: the folder holding the face-api files
+  // SSD: the folder holding the face-api files (where scripts/setup.sh puts them, relative to the
+  // working directory; api::ResolveModelDir finds the real one from the options).
+  std::string model_dir = "models/ssd_mobilenetv1";
   // MogFace: a checkpoint (.pt/.pth written by torch.save, or .safetensors), or, when
   // synthetic_weights names a variant ("r101", "e", "r50"), deterministic random weights.
   std::string weights;
