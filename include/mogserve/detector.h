@@ -1,46 +1,160 @@
-// Plain result types shared by every layer above the model: no tensors, no JSON.
+// The public C++ API of mogserve: open a face detector once, then detect faces in encoded images
+// (JPEG/PNG/WebP) or in decoded RGB pixels, from any number of threads. Every call goes through
+// the same serving stack as `mogserve serve` and `mogserve detect` (decode pool → batching
+// scheduler → engine instances → post-processing pool), so concurrent callers share forward
+// passes (DetectTiming::batch_size says how many did).
+//
+// This header and the ones it includes are the whole public surface: nothing here includes
+// LibTorch, CUDA, spdlog, nlohmann or anything under src/.
+//
+//   mogserve::DetectorOptions options;          // the defaults of `mogserve serve`
+//   auto detector = mogserve::Detector::Open(options);
+//   if (!detector.ok()) { std::cerr << detector.status().ToString() << "\n"; return 1; }
+//   auto result = (*detector)->Detect(jpeg_bytes);
+//   if (result.ok()) for (const mogserve::Detection& face : result->faces) { ... }
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "mogserve/result.h"
+#include "mogserve/status.h"
+
 namespace mogserve {
 
-// One face. Coordinates are pixels of the original picture after EXIF orientation, x to the
-// right and y down, (x1, y1) the top-left and (x2, y2) the bottom-right corner.
-struct Detection {
-  float x1 = 0, y1 = 0, x2 = 0, y2 = 0;
-  float score = 0;  // 0..1
+// Everything Detector::Open takes. These defaults are THE defaults: `mogserve serve`, `detect`
+// and the benchmarks take theirs from this struct. A field left at its default keeps the
+// behaviour of the CLI without the matching flag (named in each comment).
+struct DetectorOptions {
+  // The model (--model, --model-dir, --weights, --synthetic-weights, --seed).
+  std::string model = "ssd";  // "ssd" (the embedded SSD-MobileNetV1) or "mogface"
+  // SSD: the folder with the model files. Empty: $MOGSERVE_MODEL_DIR, else
+  // ./models/ssd_mobilenetv1, else models/ssd_mobilenetv1 next to the build, else the model
+  // installed with the library (<libdir>/../share/mogserve/models/ssd_mobilenetv1).
+  std::string model_dir;
+  std::string weights;            // MogFace: a .pt/.pth/.safetensors checkpoint
+  std::string synthetic_weights;  // MogFace: random weights of "r101", "e" or "r50" (no faces)
+  uint64_t seed = 1;              // of synthetic_weights
+  // How it runs (--device, --precision, --calibration, --int8-float-layers, --threads).
+  std::string device = "cpu";       // "cpu", "cuda" or "cuda:N"
+  std::string precision = "fp32";   // cpu: fp32, bf16, int8; cuda: fp32, tf32, fp16, bf16
+  std::string calibration;          // int8: activation scales (`mogserve calibrate`)
+  std::string int8_float_layers = "first,heads";  // int8: "first,heads", "first", "heads", "none"
+  int threads = 0;                  // intra-op threads of the forward pass; 0 = every core
+  int instances = 0;                // engine instances sharing the weights; 0: 1 cpu, 2 cuda
+  // CUDA backend (--cudnn-workspace-mb, --cudnn-autotune, --max-graphs).
+  int64_t cudnn_workspace_mb = 256;
+  bool cudnn_autotune = false;
+  int max_graphs = 64;
 
-  float width() const { return x2 - x1; }
-  float height() const { return y2 - y1; }
+  // Input geometry and post-processing (--input-policy, --target-size, --score-threshold,
+  // --nms-iou, --top-k, --max-faces). The SSD always takes its fixed 512² square; unset
+  // thresholds take the model's defaults (SSD 0.5 / NMS 0.5 / 100 faces, MogFace 0.82 / 0.4 /
+  // top-k 5000 / 750 faces).
+  std::string input_policy = "bucket";  // MogFace: "bucket" or "modelscope"
+  int target_size = 640;                // MogFace bucket policy: the long side, a multiple of 32
+  std::optional<float> score_threshold;
+  std::optional<float> nms_iou;
+  std::optional<int> top_k;
+  std::optional<int> max_faces;
+  int64_t max_pixels = 50'000'000;  // refuse larger images (checked before decoding)
+
+  // The batching scheduler (--scheduler, --max-batch-size, --max-delay-ms, ...).
+  std::string scheduler = "continuous";  // "naive", "dynamic", "continuous" or "adaptive"
+  int max_batch_size = 16;               // most images per forward pass
+  double max_delay_ms = 2;               // longest the oldest request waits for a batch to fill
+  int64_t max_batch_pixels = 0;          // pixel budget per batch; 0 = none
+  int64_t queue_capacity = 4096;         // most queued images; beyond: refused (queue full)
+  int64_t queue_capacity_bytes = int64_t{1} << 30;  // most bytes held by queued images
+  double request_timeout_ms = 30'000;    // deadline from submission; 0 = none
+  double latency_target_ms = 100;        // the adaptive scheduler's target
+  bool pad_batches = false;              // pad batches to the planned sizes (fixed shapes)
+
+  // Threads and the start-up warm-up (--workers, --post-threads, --memory-fraction,
+  // --batch-knee, --plan-batch-sizes).
+  int decode_threads = 0;       // decode/pre-process threads; 0 = half the cores, at least 1
+  int postprocess_threads = 1;  // post-process threads (and callbacks)
+  double memory_fraction = 0.8;  // share of RAM / device memory the buffer plan may use
+  double batch_knee = 0.95;      // cap batches where throughput stops growing; 0 = memory only
+  std::vector<int> plan_batch_sizes = {1, 2, 4, 8, 16};  // sizes the warm-up measures
 };
 
-// Intersection over union of two boxes; 0 when either box has no area.
-float IoU(const Detection& a, const Detection& b);
-
-struct DetectOptions {
-  float score_threshold = 0.5f;  // keep faces with score > threshold
-  int max_faces = 100;           // at most this many, highest scores first
-  float nms_iou = 0.5f;          // suppress a face overlapping a better one by more than this
-  int top_k = 0;                 // candidates entering NMS, best first; 0 = all
-};
-
-// Where the time of one image went, in milliseconds.
-struct DetectTiming {
-  double decode_ms = 0;       // bytes → pixels (includes EXIF rotation)
-  double preprocess_ms = 0;   // resize + letterbox into the model's canvas
-  double queue_ms = 0;        // waiting for a batch slot
-  double inference_ms = 0;    // the batch's forward pass (shared by the batch)
-  double postprocess_ms = 0;  // decoding boxes, NMS, mapping back
-  int batch_size = 0;         // how many images shared the forward pass
-};
-
-struct DetectResult {
-  int width = 0;  // original picture size after EXIF orientation
+// Decoded pixels: 8-bit RGB, row by row, top row first. Detect copies them.
+struct Pixels {
+  const uint8_t* data = nullptr;
+  int width = 0;
   int height = 0;
-  std::vector<Detection> faces;  // highest score first
-  DetectTiming timing;
+  int stride = 0;  // bytes per row; 0 = width * 3
 };
+
+// What Open loaded, as the engine reports it.
+struct DetectorInfo {
+  std::string model;        // "ssd-mobilenetv1", "mogface"
+  std::string variant;      // "" (SSD), "r101", "e", "r50"
+  std::string weights;      // the checkpoint, "synthetic (seed 1)", or the SSD folder
+  std::string device;       // "cpu", "cuda:0"
+  std::string precision;    // "fp32", "bf16", ...
+  std::string description;  // "ssd-mobilenetv1 on cpu, fp32, channels-last, 2 threads"
+  int instances = 0;
+  int input_width = 0;  // the largest canvas a picture is scaled into
+  int input_height = 0;
+  std::string input_policy;  // "fixed 512x512", "bucket 640 (...)", ...
+  std::string scheduler;     // "continuous, max batch 16, max delay 2 ms"
+  std::string buffer_plan;   // what the start-up warm-up measured and capped
+  DetectOptions defaults;    // the thresholds every Detect uses
+};
+
+class Detector {
+ public:
+  // Loads the model (instances sharing the weights), measures the buffer plan (a warm-up of a
+  // few seconds on the CPU) and starts the threads. InvalidArgument naming the option and the
+  // allowed values for a bad option; NotFound / InvalidData for a missing or broken model;
+  // Unavailable / Unsupported for a device this machine or build does not have.
+  static StatusOr<std::unique_ptr<Detector>> Open(const DetectorOptions& options);
+  ~Detector();  // Shutdown(), then frees
+
+  Detector(const Detector&) = delete;
+  Detector& operator=(const Detector&) = delete;
+
+  // Encoded JPEG/PNG/WebP bytes (EXIF orientation applied), or decoded pixels (copied; they
+  // skip the decoder). Blocks until the faces are found; thread-safe, and concurrent calls
+  // batch together. Waits for room when the queue is full.
+  StatusOr<DetectResult> Detect(std::span<const uint8_t> encoded);
+  StatusOr<DetectResult> Detect(const Pixels& pixels);
+  // Many at once: all submitted together (so they batch), results in input order.
+  std::vector<StatusOr<DetectResult>> DetectAll(std::span<const std::span<const uint8_t>> images);
+
+  using Callback = std::function<void(StatusOr<DetectResult>)>;
+  // Returns at once; `done` runs exactly once, on a library thread (or inline with the error
+  // when the request is rejected at once: bad input, shut down, queue full). `done` must not
+  // call Shutdown or destroy the detector.
+  void DetectAsync(std::vector<uint8_t> encoded, Callback done);
+  void DetectAsync(const Pixels& pixels, Callback done);
+
+  // Stops accepting (later calls fail with StatusCode::kUnavailable naming the shutdown) and
+  // answers everything already accepted. Idempotent; the destructor calls it. Must not be
+  // called from a Callback.
+  void Shutdown();
+
+  const DetectorInfo& info() const;
+
+ private:
+  class Impl;
+  explicit Detector(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The JSON line `mogserve detect` writes for one input, without the newline (the same keys and
+// number format: boxes rounded to 0.01 px, scores to 1e-4; keys in sorted order): for a result
+// {"faces":[{"box":[x1,y1,x2,y2],"score":s},...],"height":H,"path":id,"width":W} (with
+// include_timing also "timing":{...}); for an error {"error":{"code":"invalid_data",
+// "message":"..."},"path":id}. `id` is usually the file's path.
+std::string FormatJsonLine(const std::string& id, const StatusOr<DetectResult>& result,
+                           bool include_timing = false);
 
 }  // namespace mogserve

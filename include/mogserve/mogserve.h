@@ -1,0 +1,7 @@
+// The umbrella header of the mogserve library: #include <mogserve/mogserve.h> and link
+// mogserve::mogserve (CMake: find_package(mogserve)) or `pkg-config --libs mogserve`.
+#pragma once
+
+#include "mogserve/detector.h"
+#include "mogserve/result.h"
+#include "mogserve/status.h"
