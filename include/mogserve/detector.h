@@ -109,6 +109,15 @@ struct DetectorInfo {
   DetectOptions defaults;    // the thresholds every Detect uses
 };
 
+// What a Detector has done so far.
+struct DetectorStats {
+  int64_t submitted = 0;  // every Detect* call that reached the queue's door
+  int64_t completed = 0;  // answered with faces
+  int64_t failed = 0;     // answered with an error (bad input, queue full, shut down, ...)
+  int64_t batches = 0;    // forward passes run
+  double mean_batch_size = 0;
+};
+
 class Detector {
  public:
   // Loads the model (instances sharing the weights), measures the buffer plan (a warm-up of a
@@ -135,6 +144,9 @@ class Detector {
   // call Shutdown or destroy the detector.
   void DetectAsync(std::vector<uint8_t> encoded, Callback done);
   void DetectAsync(const Pixels& pixels, Callback done);
+  // The same for an image file, read by a decode thread (so reading overlaps inference); a file
+  // that cannot be read ends with NotFound / Internal naming it.
+  void DetectFileAsync(std::string path, Callback done);
 
   // Stops accepting (later calls fail with StatusCode::kUnavailable naming the shutdown) and
   // answers everything already accepted. Idempotent; the destructor calls it. Must not be
@@ -142,6 +154,8 @@ class Detector {
   void Shutdown();
 
   const DetectorInfo& info() const;
+  // Counters since Open.
+  DetectorStats stats() const;
 
  private:
   class Impl;

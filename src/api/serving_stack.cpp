@@ -1,0 +1,311 @@
+#include "api/serving_stack.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "common/cpu_info.h"
+#include "common/file_util.h"
+#include "common/process_memory.h"
+#include "pipeline/buffer_plan.h"
+
+namespace mogserve::api {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Where scripts/setup.sh puts the embedded SSD-MobileNetV1, under models/.
+constexpr const char* kDefaultModelFolder = "ssd_mobilenetv1";
+
+// Prefixes an error with the option it came from.
+Status OptionError(const std::string& option, const Status& status) {
+  return Status(status.code(), option + ": " + status.message());
+}
+
+bool IsDirectory(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(p, ec);
+}
+
+// <libdir>/../share/mogserve/models/<folder>, from the path of the binary holding this code (the
+// installed libmogserve.so, or the executable it is linked into); empty when it does not exist.
+std::string InstalledModelDir() {
+  Dl_info where{};
+  if (dladdr(reinterpret_cast<const void*>(&InstalledModelDir), &where) == 0 ||
+      where.dli_fname == nullptr) {
+    return "";
+  }
+  std::error_code ec;
+  const fs::path binary = fs::canonical(where.dli_fname, ec);
+  if (ec) return "";
+  const fs::path dir =
+      binary.parent_path().parent_path() / "share" / "mogserve" / "models" / kDefaultModelFolder;
+  return IsDirectory(dir) ? dir.string() : "";
+}
+
+double Seconds(double ms) { return ms / 1000.0; }
+
+scheduler::Duration FromMs(double ms) {
+  return std::chrono::duration_cast<scheduler::Duration>(
+      std::chrono::duration<double, std::milli>(ms));
+}
+
+}  // namespace
+
+OptionNames OptionNames::Flags() {
+  OptionNames n;
+  n.model = "--model";
+  n.model_dir = "--model-dir";
+  n.weights = "--weights";
+  n.synthetic_weights = "--synthetic-weights";
+  n.precision = "--precision";
+  n.int8_float_layers = "--int8-float-layers";
+  n.device = "--device";
+  n.input_policy = "--input-policy";
+  n.target_size = "--target-size";
+  n.scheduler = "--scheduler";
+  n.max_batch_size = "--max-batch-size";
+  n.instances = "--instances";
+  n.decode_threads = "--workers";
+  n.postprocess_threads = "--post-threads";
+  n.plan_batch_sizes = "--plan-batch-sizes";
+  n.max_pixels = "--max-pixels";
+  return n;
+}
+
+std::string ResolveModelDir(const std::string& option) {
+  if (!option.empty()) return option;
+  if (const char* env = std::getenv("MOGSERVE_MODEL_DIR"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  const std::string relative = std::string("models/") + kDefaultModelFolder;
+  if (std::string found = FindProjectFolder(relative); !found.empty()) return found;
+  if (std::string installed = InstalledModelDir(); !installed.empty()) return installed;
+  return relative;
+}
+
+std::string DefaultSsdCalibration() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  return (exe.parent_path() / "calibration" / "ssd_mobilenetv1_int8.json").string();
+}
+
+StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& o,
+                                                const OptionNames& names) {
+  engine::EngineOptions options;
+  auto model = engine::ParseModelKind(o.model);
+  if (!model.ok()) return OptionError(names.model, model.status());
+  options.model = *model;
+  auto precision = engine::ParsePrecision(o.precision);
+  if (!precision.ok()) return OptionError(names.precision, precision.status());
+  options.precision = *precision;
+  options.calibration = o.calibration;
+  using Layers = engine::EngineOptions::Int8FloatLayers;
+  if (o.int8_float_layers == "first,heads" || o.int8_float_layers == "heads,first") {
+    options.int8_float_layers = Layers::kFirstAndHeads;
+  } else if (o.int8_float_layers == "first") {
+    options.int8_float_layers = Layers::kFirst;
+  } else if (o.int8_float_layers == "heads") {
+    options.int8_float_layers = Layers::kHeads;
+  } else if (o.int8_float_layers == "none") {
+    options.int8_float_layers = Layers::kNone;
+  } else {
+    return InvalidArgument(names.int8_float_layers + ": '" + o.int8_float_layers +
+                           "' is not known; allowed: first,heads, first, heads, none");
+  }
+  if (options.model == engine::ModelKind::kSsd &&
+      !(o.weights.empty() && o.synthetic_weights.empty())) {
+    return InvalidArgument(names.weights + " and " + names.synthetic_weights + " are for " +
+                           names.model + " mogface; the SSD model is read from " +
+                           names.model_dir);
+  }
+  options.model_dir = ResolveModelDir(o.model_dir);
+  // The SSD's default calibration (used by int8 only; filled at any precision because commands
+  // such as bench engine --precisions and eval compare switch the precision afterwards): the
+  // build's, else one installed beside the model (the container image's).
+  if (options.calibration.empty() && options.model == engine::ModelKind::kSsd) {
+    for (const std::string& candidate :
+         {DefaultSsdCalibration(), options.model_dir + "/int8_calibration.json"}) {
+      std::error_code ec;
+      if (!candidate.empty() && fs::is_regular_file(candidate, ec)) {
+        options.calibration = candidate;
+        break;
+      }
+    }
+  }
+  options.weights = o.weights;
+  options.synthetic_weights = o.synthetic_weights;
+  options.synthetic_seed = o.seed;
+  if (!o.synthetic_weights.empty()) {
+    spdlog::warn(
+        "--synthetic-weights {}: random weights (seed {}), so the detections are meaningless; "
+        "use them to measure speed and memory, and --weights FILE for real faces",
+        o.synthetic_weights, o.seed);
+  }
+  auto device = engine::ParseDevice(o.device);
+  if (!device.ok()) return OptionError(names.device, device.status());
+  options.device = o.device;
+  options.cpu.threads = o.threads;
+  options.cuda.cudnn_workspace_bytes = o.cudnn_workspace_mb << 20;
+  options.cuda.cudnn_autotune = o.cudnn_autotune;
+  options.cuda.max_graphs = o.max_graphs;
+  return options;
+}
+
+StatusOr<scheduler::SchedulerConfig> ToSchedulerConfig(const DetectorOptions& o,
+                                                       const OptionNames& names) {
+  scheduler::SchedulerConfig c;
+  auto policy = scheduler::ParsePolicy(o.scheduler);
+  if (!policy.ok()) return OptionError(names.scheduler, policy.status());
+  c.policy = *policy;
+  c.max_batch_size = o.max_batch_size;
+  c.max_delay = std::chrono::duration_cast<scheduler::Duration>(
+      std::chrono::duration<double>(Seconds(o.max_delay_ms)));
+  c.max_batch_pixels = o.max_batch_pixels;
+  c.queue_capacity_requests = o.queue_capacity;
+  c.queue_capacity_bytes = o.queue_capacity_bytes;
+  c.default_timeout = FromMs(o.request_timeout_ms);
+  c.latency_target = FromMs(o.latency_target_ms);
+  return c;
+}
+
+StatusOr<pipeline::ShapeBuckets> ToShapeBuckets(const DetectorOptions& o,
+                                                const engine::EngineInfo& info,
+                                                const OptionNames& names) {
+  if (info.fixed_side > 0) return pipeline::ShapeBuckets::FixedSquare(info.fixed_side);
+  auto policy = pipeline::ParseInputPolicy(o.input_policy);
+  if (!policy.ok()) return OptionError(names.input_policy, policy.status());
+  if (*policy == pipeline::InputPolicy::kModelScope) {
+    return pipeline::ShapeBuckets::ModelScope(info.multiple);
+  }
+  auto buckets = pipeline::ShapeBuckets::Target(o.target_size, info.multiple);
+  if (!buckets.ok()) return OptionError(names.target_size, buckets.status());
+  return buckets;
+}
+
+DetectOptions ToDetectOptions(const DetectorOptions& o, const DetectOptions& model_defaults) {
+  DetectOptions d = model_defaults;
+  if (o.score_threshold) d.score_threshold = *o.score_threshold;
+  if (o.nms_iou) d.nms_iou = *o.nms_iou;
+  if (o.top_k) d.top_k = *o.top_k;
+  if (o.max_faces) d.max_faces = *o.max_faces;
+  return d;
+}
+
+Status CheckOptions(const DetectorOptions& o, const OptionNames& names) {
+  MOGSERVE_RETURN_IF_ERROR(ToEngineOptions(o, names).status());
+  MOGSERVE_ASSIGN_OR_RETURN(scheduler::SchedulerConfig config, ToSchedulerConfig(o, names));
+  if (Status s = config.Validate(); !s.ok()) return s;
+  // The input policy can only be checked against the model's geometry; its name now.
+  if (!pipeline::ParseInputPolicy(o.input_policy).ok()) {
+    return OptionError(names.input_policy, pipeline::ParseInputPolicy(o.input_policy).status());
+  }
+  const auto range = [](const std::string& name, int64_t v, int64_t lo, int64_t hi) {
+    return v >= lo && v <= hi ? Status::Ok()
+                              : InvalidArgument(name + ": " + std::to_string(v) +
+                                                " is out of range; allowed: " +
+                                                std::to_string(lo) + " to " + std::to_string(hi));
+  };
+  MOGSERVE_RETURN_IF_ERROR(range(names.instances, o.instances, 0, 64));
+  MOGSERVE_RETURN_IF_ERROR(range(names.decode_threads, o.decode_threads, 0, 256));
+  MOGSERVE_RETURN_IF_ERROR(range(names.postprocess_threads, o.postprocess_threads, 1, 64));
+  MOGSERVE_RETURN_IF_ERROR(range(names.max_pixels, o.max_pixels, 1, int64_t{1} << 40));
+  for (int b : o.plan_batch_sizes) {
+    MOGSERVE_RETURN_IF_ERROR(range(names.plan_batch_sizes, b, 1, 1024));
+  }
+  return Status::Ok();
+}
+
+StatusOr<LoadedEngines> LoadEngines(const engine::EngineOptions& engine_options,
+                                    const DetectorOptions& options, const OptionNames& names) {
+  auto engine = engine::CreateEngine(engine_options);
+  if (!engine.ok()) {
+    return Status(engine.status().code(), "cannot start the engine: " + engine.status().ToString());
+  }
+  MOGSERVE_ASSIGN_OR_RETURN(pipeline::ShapeBuckets buckets,
+                            ToShapeBuckets(options, (*engine)->info(), names));
+  LoadedEngines loaded{{}, {}, std::move(buckets)};
+  loaded.owned.push_back(std::move(*engine));
+  const int instances =
+      options.instances > 0 ? options.instances : engine::DefaultInstances(engine_options.device);
+  for (int i = 1; i < instances; ++i) {
+    MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> another,
+                              loaded.owned.front()->NewInstance());
+    loaded.owned.push_back(std::move(another));
+  }
+  for (auto& e : loaded.owned) loaded.engines.push_back(e.get());
+  return loaded;
+}
+
+StatusOr<ServingPipeline> StartPipeline(const DetectorOptions& o, const LoadedEngines& loaded,
+                                        pipeline::PipelineObserver* observer,
+                                        const OptionNames& names) {
+  MOGSERVE_ASSIGN_OR_RETURN(scheduler::SchedulerConfig config, ToSchedulerConfig(o, names));
+  std::string buffer_plan;
+  std::vector<pipeline::LatencySample> latency_seed;
+  if (!o.plan_batch_sizes.empty()) {
+    // Warm-up: measure each bucket and batch size, size batches from the memory budget.
+    pipeline::BufferPlanOptions plan_options;
+    plan_options.batch_sizes.clear();
+    for (int b : o.plan_batch_sizes) {
+      if (b <= o.max_batch_size) plan_options.batch_sizes.push_back(b);
+    }
+    if (plan_options.batch_sizes.empty()) plan_options.batch_sizes = {1};
+    plan_options.memory_fraction = o.memory_fraction;
+    plan_options.throughput_knee = o.batch_knee;
+    auto plan =
+        pipeline::BufferPlan::Measure(*loaded.engines.front(), loaded.buckets, plan_options);
+    if (!plan.ok()) {
+      return Status(plan.status().code(), "warm-up failed: " + plan.status().ToString());
+    }
+    plan->ApplyTo(&config, o.pad_batches);
+    // The warm-up ran every candidate batch; the caps let only smaller ones run from now on.
+    // Give the warm-up's cached blocks back: the first batches refill the cache with what the
+    // batches that do run need. (Capping the cache at the measured peak instead cost 25-35 % of
+    // the throughput: a pass allocates more distinct blocks than its peak, so the cache evicted
+    // and page-faulted fresh blocks on every pass.)
+    loaded.engines.front()->ReleaseCachedMemory();
+    ReleaseFreeHeapMemory();
+    buffer_plan = plan->Describe();
+    latency_seed = plan->latency_samples();
+  }
+
+  pipeline::PipelineOptions options;
+  options.buckets = loaded.buckets;
+  options.scheduler = config;
+  options.latency_seed = std::move(latency_seed);
+  // Requests still decoding hold their encoded bytes; the queue capacity bounds them too (the
+  // server's body budget, --max-body-bytes-in-flight, bounds their bytes until answered).
+  options.max_preprocessing = static_cast<int>(std::min<int64_t>(o.queue_capacity, 1 << 30));
+  // The forward pass already uses every core; more decoders than half the cores only preempt
+  // its OpenMP threads (measured on 2 cores: 200 photos in 8.7 s with 1 decoder, 9.8 s with 2).
+  options.preprocess_threads =
+      o.decode_threads > 0 ? o.decode_threads : std::max(1, AvailableCores() / 2);
+  options.postprocess_threads = o.postprocess_threads;
+  options.decode.max_pixels = o.max_pixels;
+  const DetectOptions defaults =
+      ToDetectOptions(o, loaded.engines.front()->default_detect_options());
+  options.detect = defaults;
+  options.observer = observer;
+  ServingPipeline out;
+  MOGSERVE_ASSIGN_OR_RETURN(out.pipeline, pipeline::Pipeline::Create(loaded.engines, options));
+  out.preprocess_threads = options.preprocess_threads;
+  out.description.info = loaded.engines.front()->info();
+  out.description.input_policy = loaded.buckets.Describe();
+  out.description.buffer_plan = buffer_plan;
+  out.description.defaults = defaults;
+  out.description.instances = static_cast<int>(loaded.engines.size());
+  std::ostringstream scheduler;
+  scheduler << scheduler::PolicyName(config.policy) << ", max batch " << config.max_batch_size
+            << ", max delay " << Seconds(o.max_delay_ms) * 1000 << " ms";
+  out.description.scheduler = scheduler.str();
+  return out;
+}
+
+}  // namespace mogserve::api
