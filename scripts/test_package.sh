@@ -57,7 +57,17 @@ if ldd "$PREFIX/lib/libmogserve.so" | grep -F 'not found'; then
   fail "libmogserve.so needs shared libraries that do not resolve"
 fi
 
-# 3. The installed headers include only the standard library and each other.
+# 3. mogserve::mogserve's interface is include/ alone: no src/, no LibTorch, spdlog, ... to link.
+TARGETS_FILE="$PREFIX/lib/cmake/mogserve/mogserveTargets.cmake"
+includes="$(sed -n 's/.*INTERFACE_INCLUDE_DIRECTORIES "\(.*\)"/\1/p' "$TARGETS_FILE")"
+# shellcheck disable=SC2016  # ${_IMPORT_PREFIX} is CMake's, literally
+[ "$includes" = '${_IMPORT_PREFIX}/include' ] ||
+  fail "mogserve::mogserve's include directories are '$includes', not \${_IMPORT_PREFIX}/include"
+if grep -n 'INTERFACE_LINK_LIBRARIES' "$TARGETS_FILE" >&2; then
+  fail "mogserve::mogserve passes link dependencies on to its users ($TARGETS_FILE)"
+fi
+
+# The installed headers include only the standard library and each other.
 if grep -hE '^\s*#\s*include' "$PREFIX"/include/mogserve/*.h |
     grep -vE '#\s*include\s*(<[a-z_]+>|"mogserve/[a-z_]+\.h")' >"$WORK/includes.txt"; then
   cat "$WORK/includes.txt" >&2
