@@ -27,6 +27,10 @@
 
 namespace mogserve {
 
+namespace api {
+class DetectorBuilder;  // the library's own (src/api/): Open with the CLI's option names
+}  // namespace api
+
 // Everything Detector::Open takes. These defaults are THE defaults: `mogserve serve`, `detect`
 // and the benchmarks take theirs from this struct. A field left at its default keeps the
 // behaviour of the CLI without the matching flag (named in each comment).
@@ -158,6 +162,7 @@ class Detector {
   DetectorStats stats() const;
 
  private:
+  friend class api::DetectorBuilder;
   class Impl;
   explicit Detector(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -8,6 +8,7 @@
 #include <future>
 #include <mutex>
 
+#include "api/detector_builder.h"
 #include "api/serving_stack.h"
 #include "pipeline/pipeline.h"
 
@@ -122,14 +123,17 @@ class Detector::Impl {
   }
 };
 
-StatusOr<std::unique_ptr<Detector>> Detector::Open(const DetectorOptions& options) {
-  MOGSERVE_RETURN_IF_ERROR(api::CheckOptions(options));  // bad options before the slow load
+namespace api {
+
+StatusOr<std::unique_ptr<Detector>> DetectorBuilder::Open(const DetectorOptions& options,
+                                                          const OptionNames& names) {
+  MOGSERVE_RETURN_IF_ERROR(CheckOptions(options, names));  // bad options before the slow load
   MOGSERVE_ASSIGN_OR_RETURN(const engine::EngineOptions engine_options,
-                            api::ToEngineOptions(options));
-  auto impl = std::make_unique<Impl>();
-  MOGSERVE_ASSIGN_OR_RETURN(impl->loaded, api::LoadEngines(engine_options, options));
+                            ToEngineOptions(options, names));
+  auto impl = std::make_unique<Detector::Impl>();
+  MOGSERVE_ASSIGN_OR_RETURN(impl->loaded, LoadEngines(engine_options, options, names));
   MOGSERVE_ASSIGN_OR_RETURN(impl->serving,
-                            api::StartPipeline(options, impl->loaded, /*observer=*/nullptr));
+                            StartPipeline(options, impl->loaded, /*observer=*/nullptr, names));
   const api::StackDescription& d = impl->serving.description;
   DetectorInfo& info = impl->info;
   info.model = d.info.model;
@@ -152,6 +156,12 @@ StatusOr<std::unique_ptr<Detector>> Detector::Open(const DetectorOptions& option
   info.defaults = d.defaults;
   impl->max_pixels = options.max_pixels;
   return std::unique_ptr<Detector>(new Detector(std::move(impl)));
+}
+
+}  // namespace api
+
+StatusOr<std::unique_ptr<Detector>> Detector::Open(const DetectorOptions& options) {
+  return api::DetectorBuilder::Open(options, api::OptionNames());
 }
 
 Detector::Detector(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -162,7 +162,11 @@ StatusOr<scheduler::SchedulerConfig> ToSchedulerConfig(const DetectorOptions& o,
                                                        const OptionNames& names) {
   scheduler::SchedulerConfig c;
   auto policy = scheduler::ParsePolicy(o.scheduler);
-  if (!policy.ok()) return OptionError(names.scheduler, policy.status());
+  if (!policy.ok()) {
+    std::string message = policy.status().message();  // "policy: unknown scheduling policy ..."
+    if (message.rfind("policy: ", 0) == 0) message.erase(0, 8);
+    return InvalidArgument(names.scheduler + ": " + message);
+  }
   c.policy = *policy;
   c.max_batch_size = o.max_batch_size;
   c.max_delay = std::chrono::duration_cast<scheduler::Duration>(

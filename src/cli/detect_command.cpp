@@ -2,11 +2,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <set>
 
+#include "api/detector_builder.h"
 #include "cli/commands.h"
 #include "cli/input_files.h"
 #include "cli/output_file.h"
@@ -14,10 +17,8 @@
 #include "common/file_util.h"
 #include "image/draw.h"
 #include "image/encode.h"
-#include "pipeline/offline_detector.h"
+#include "pipeline/offline_detector.h"  // SourceResult (--tta)
 #include "pipeline/tta.h"
-#include "scheduler/scheduler_config.h"
-#include "server/result_json.h"
 
 namespace mogserve::cli {
 namespace {
@@ -84,103 +85,205 @@ pipeline::TtaOptions ToTtaOptions(const DetectFlags& flags, const DetectOptions&
   return o;
 }
 
-int RunDetect(const DetectFlags& flags) {
-  std::vector<InputFile> inputs = CollectInputFiles(flags.paths);
-  auto created = CreateEngineInstances(flags.engine, flags.job.instances);
+// The serving stack's options for an offline job: the job's policy and batch size, no warm-up
+// (a folder is one burst; the batch size is the cap), no deadline, count-only queue bounds (the
+// reorder window bounds the requests in flight).
+DetectorOptions ToDetectorOptions(const DetectFlags& flags) {
+  DetectorOptions o;
+  ApplyEngineFlags(flags.engine, &o);
+  ApplyInputFlags(flags.input, &o);
+  o.instances = flags.job.instances;
+  o.scheduler = flags.job.policy;
+  o.max_batch_size = flags.job.batch_size;
+  o.decode_threads = flags.decode_threads;
+  o.max_pixels = flags.max_pixels;
+  o.plan_batch_sizes.clear();
+  o.request_timeout_ms = 0;
+  o.queue_capacity_bytes = 0;
+  return o;
+}
+
+api::OptionNames DetectOptionNames() {
+  api::OptionNames names = api::OptionNames::Flags();
+  names.scheduler = "--policy";
+  names.max_batch_size = "--batch-size";
+  names.decode_threads = "--decode-threads";
+  return names;
+}
+
+// Prints a start-up error and returns its exit code (a bad flag is a usage error).
+int StartupError(const Status& status) {
+  std::cerr << "error: " << status.message() << "\n";
+  return status.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
+}
+
+// Finished results waiting for their turn: slot i % window holds input i.
+class ReorderWindow {
+ public:
+  explicit ReorderWindow(int window) : slots_(window) {}
+
+  void Put(int64_t index, StatusOr<DetectResult> result) {
+    std::lock_guard<std::mutex> lock(mu_);
+    slots_[index % slots_.size()].emplace(std::move(result));
+    cv_.notify_all();
+  }
+  // Waits for input `index` and takes it.
+  StatusOr<DetectResult> Take(int64_t index) {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::optional<StatusOr<DetectResult>>& slot = slots_[index % slots_.size()];
+    cv_.wait(lock, [&] { return slot.has_value(); });
+    StatusOr<DetectResult> r = std::move(*slot);
+    slot.reset();
+    return r;
+  }
+  bool Ready(int64_t index) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return slots_[index % slots_.size()].has_value();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::optional<StatusOr<DetectResult>>> slots_;  // guarded by mu_
+};
+
+// Every input through the detector, `on_result` called in input order on this thread. At most
+// `window` requests are in flight (read, decoding, queued or running) and as many finished
+// results wait for their turn, so memory stays bounded however many inputs there are.
+void DetectInOrder(Detector& detector, const std::vector<InputFile>& inputs, int window,
+                   const std::function<void(const std::string&, StatusOr<DetectResult>)>& on_result) {
+  ReorderWindow reorder(window);
+  const int64_t total = static_cast<int64_t>(inputs.size());
+  int64_t submitted = 0;
+  for (int64_t delivered = 0; delivered < total; ++delivered) {
+    for (; submitted < total && submitted - delivered < window; ++submitted) {
+      detector.DetectFileAsync(inputs[submitted].path,
+                               [&reorder, index = submitted](StatusOr<DetectResult> r) {
+                                 reorder.Put(index, std::move(r));
+                               });
+    }
+    on_result(inputs[delivered].path, reorder.Take(delivered));
+  }
+}
+
+// --tta: one image at a time on one engine, outside the pipeline.
+int RunTta(const DetectFlags& flags, const std::vector<InputFile>& inputs,
+           const std::function<void(const std::string&, StatusOr<DetectResult>)>& on_result) {
+  auto created = CreateEngineInstances(flags.engine, 1);
   if (const int* code = std::get_if<int>(&created)) return *code;
-  EngineInstances& engines = std::get<EngineInstances>(created);
-  engine::Engine* engine = engines.all.front();
-  auto buckets = ToShapeBuckets(flags.input, engine->info());
-  if (!buckets.ok()) {
-    std::cerr << "error: " << buckets.status().message() << "\n";
+  engine::Engine& engine = *std::get<EngineInstances>(created).all.front();
+  if (engine.info().fixed_side > 0) {
+    std::cerr << "error: --tta needs --model mogface (the SSD takes one fixed input size)\n";
     return kExitUsage;
+  }
+  const DetectOptions detect = ToDetectOptions(flags.input, engine.default_detect_options());
+  image::DecodeOptions decode;
+  decode.max_pixels = flags.max_pixels;
+  const pipeline::TtaOptions tta = ToTtaOptions(flags, detect);
+  for (const InputFile& in : inputs) {
+    const pipeline::SourceResult r = pipeline::DetectSourceWithTta(
+        engine, {in.path, in.path, {}}, decode, tta, detect.score_threshold);
+    if (r.status.ok()) {
+      on_result(r.id, r.result);
+    } else {
+      on_result(r.id, r.status);
+    }
+  }
+  return kExitOk;
+}
+
+// Writes each result's JSON line (and its annotated copy), counts, and keeps the progress bar.
+class ResultWriter {
+ public:
+  ResultWriter(const DetectFlags& flags, const std::vector<InputFile>& inputs, std::ostream& out)
+      : flags_(flags),
+        out_(out),
+        tty_(isatty(STDERR_FILENO) && !flags.quiet),
+        bar_(static_cast<int64_t>(inputs.size()), "img", tty_) {
+    for (const InputFile& in : inputs) relative_of_[in.path] = in.relative;
+  }
+
+  void Write(const std::string& path, StatusOr<DetectResult> result) {
+    ++done_;
+    if (result.ok() && !flags_.annotate_dir.empty()) {
+      const Status written =
+          WriteAnnotated(path, *result, AnnotationPath(flags_.annotate_dir, relative_of_[path],
+                                                       annotated_));
+      if (!written.ok()) result = written;
+    }
+    out_ << FormatJsonLine(path, result, flags_.timing) << "\n";
+    if (result.ok()) {
+      faces_ += static_cast<int64_t>(result->faces.size());
+    } else {
+      ++failed_;
+      if (tty_) std::cerr << "\r\033[K";
+      std::cerr << "error: " << path << ": " << result.status().message() << "\n";
+    }
+    bar_.Update(done_, Extra());
+  }
+
+  void Finish(double seconds, double mean_batch) {
+    bar_.Finish(Extra());
+    if (flags_.quiet) return;
+    std::fprintf(stderr,
+                 "%lld images, %lld faces, %lld failed in %.2f s (%.1f images/s, mean batch "
+                 "%.1f)\n",
+                 static_cast<long long>(done_), static_cast<long long>(faces_),
+                 static_cast<long long>(failed_), seconds, seconds > 0 ? done_ / seconds : 0.0,
+                 mean_batch);
+  }
+
+  int64_t failed() const { return failed_; }
+
+ private:
+  std::string Extra() const {
+    return "faces " + std::to_string(faces_) + "  failed " + std::to_string(failed_);
+  }
+
+  const DetectFlags& flags_;
+  std::ostream& out_;
+  const bool tty_;
+  ProgressBar bar_;
+  std::map<std::string, std::string> relative_of_;
+  std::set<fs::path> annotated_;  // output files written so far
+  int64_t done_ = 0, failed_ = 0, faces_ = 0;
+};
+
+int RunDetect(const DetectFlags& flags) {
+  const std::vector<InputFile> inputs = CollectInputFiles(flags.paths);
+  std::unique_ptr<Detector> detector;
+  if (flags.tta.empty()) {
+    auto opened = api::DetectorBuilder::Open(ToDetectorOptions(flags), DetectOptionNames());
+    if (!opened.ok()) return StartupError(opened.status());
+    detector = std::move(opened).value();
   }
   OutputFile output(flags.job.output);
   if (!output.ok()) return kExitUsage;
   std::ostream& out = output.stream();
-
-  pipeline::OfflineOptions options;
-  options.batch_size = flags.job.batch_size;
-  options.decode_threads = flags.decode_threads;
-  auto policy = scheduler::ParsePolicy(flags.job.policy);
-  if (!policy.ok()) {
-    std::cerr << "error: --" << policy.status().message() << "\n";
-    return kExitUsage;
-  }
-  options.policy = *policy;
-  options.buckets = *buckets;
-  options.detect = ToDetectOptions(flags.input, engine->default_detect_options());
-  options.decode.max_pixels = flags.max_pixels;
-  if (!flags.tta.empty() && engine->info().fixed_side > 0) {
-    std::cerr << "error: --tta needs --model mogface (the SSD takes one fixed input size)\n";
-    return kExitUsage;
-  }
-
-  std::vector<pipeline::ImageSource> sources;
-  std::map<std::string, std::string> relative_of;
-  for (const InputFile& in : inputs) {
-    relative_of[in.path] = in.relative;
-    sources.push_back({in.path, in.path, {}});
-  }
-  const bool tty = isatty(STDERR_FILENO) && !flags.quiet;
-  ProgressBar bar(static_cast<int64_t>(sources.size()), "img", tty);
-  std::set<fs::path> annotated;  // output files written so far
-  int64_t done = 0, failed = 0, faces = 0;
-  auto extra = [&] {
-    return "faces " + std::to_string(faces) + "  failed " + std::to_string(failed);
+  ResultWriter writer(flags, inputs, out);
+  auto on_result = [&](const std::string& path, StatusOr<DetectResult> r) {
+    writer.Write(path, std::move(r));
   };
+
   const auto start = std::chrono::steady_clock::now();
-  auto on_result = [&](const pipeline::SourceResult& r) {
-    ++done;
-    Status status = r.status;
-    if (status.ok() && !flags.annotate_dir.empty()) {
-      status = WriteAnnotated(r.id, r.result,
-                              AnnotationPath(flags.annotate_dir, relative_of[r.id], annotated));
-    }
-    if (status.ok()) {
-      faces += static_cast<int64_t>(r.result.faces.size());
-      nlohmann::json line = server::ResultToJson(r.result, flags.timing);
-      line["path"] = r.id;
-      out << server::ToJsonLine(line) << "\n";
-    } else {
-      ++failed;
-      nlohmann::json line = server::ErrorToJson(status);
-      line["path"] = r.id;
-      out << server::ToJsonLine(line) << "\n";
-      if (tty) std::cerr << "\r\033[K";
-      std::cerr << "error: " << r.id << ": " << status.message() << "\n";
-    }
-    bar.Update(done, extra());
-  };
   double mean_batch = 1;
-  if (flags.tta.empty()) {
-    pipeline::OfflineDetector detector(engines.all, options);
-    detector.Run(std::move(sources), on_result);
-    mean_batch = detector.stats().mean_batch_size;
-  } else {
-    const pipeline::TtaOptions tta = ToTtaOptions(flags, options.detect);
-    for (const pipeline::ImageSource& source : sources) {
-      on_result(pipeline::DetectSourceWithTta(*engine, source, options.decode, tta,
-                                              options.detect.score_threshold));
-    }
+  if (detector) {
+    // The reorder window: batch x instances x (2 batches prefetched + 1 running).
+    const int window = flags.job.batch_size * detector->info().instances * 3;
+    DetectInOrder(*detector, inputs, window, on_result);
+    detector->Shutdown();
+    mean_batch = detector->stats().mean_batch_size;
+  } else if (const int code = RunTta(flags, inputs, on_result); code != kExitOk) {
+    return code;
   }
   out.flush();
-  bar.Finish(extra());
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!flags.quiet) {
-    std::fprintf(stderr,
-                 "%lld images, %lld faces, %lld failed in %.2f s (%.1f images/s, mean batch "
-                 "%.1f)\n",
-                 static_cast<long long>(done), static_cast<long long>(faces),
-                 static_cast<long long>(failed), seconds, seconds > 0 ? done / seconds : 0.0,
-                 mean_batch);
-  }
+  writer.Finish(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                mean_batch);
   if (!out) {
     std::cerr << "error: writing the results failed\n";
     return kExitFatal;
   }
-  return failed > 0 ? kExitSomeFailed : kExitOk;
+  return writer.failed() > 0 ? kExitSomeFailed : kExitOk;
 }
 
 }  // namespace

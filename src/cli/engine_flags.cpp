@@ -4,40 +4,14 @@
 #include <filesystem>
 #include <iostream>
 
-#include <spdlog/spdlog.h>
-
+#include "api/serving_stack.h"
 #include "cli/commands.h"
-#include "common/file_util.h"
 
 namespace mogserve::cli {
-namespace {
 
-// Where scripts/setup.sh puts the embedded SSD-MobileNetV1, under models/.
-constexpr const char* kDefaultModelFolder = "ssd_mobilenetv1";
+std::string ResolveModelDir(const std::string& flag) { return api::ResolveModelDir(flag); }
 
-// Prefixes a parse error with the flag it came from.
-Status FlagError(const std::string& flag, const Status& status) {
-  return Status(status.code(), flag + ": " + status.message());
-}
-
-}  // namespace
-
-std::string ResolveModelDir(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("MOGSERVE_MODEL_DIR"); env != nullptr && *env != '\0') {
-    return env;
-  }
-  const std::string relative = std::string("models/") + kDefaultModelFolder;
-  const std::string found = FindProjectFolder(relative);
-  return found.empty() ? relative : found;
-}
-
-std::string DefaultSsdCalibration() {
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  return (exe.parent_path() / "calibration" / "ssd_mobilenetv1_int8.json").string();
-}
+std::string DefaultSsdCalibration() { return api::DefaultSsdCalibration(); }
 
 void AddEngineFlags(CLI::App& app, EngineFlags& flags) {
   app.add_option("--model", flags.model,
@@ -86,65 +60,26 @@ void AddEngineFlags(CLI::App& app, EngineFlags& flags) {
       ->capture_default_str();
 }
 
+void ApplyEngineFlags(const EngineFlags& flags, DetectorOptions* o) {
+  o->model = flags.model;
+  o->model_dir = flags.model_dir;
+  o->weights = flags.weights;
+  o->synthetic_weights = flags.synthetic_weights;
+  o->seed = flags.seed;
+  o->precision = flags.precision;
+  o->calibration = flags.calibration;
+  o->int8_float_layers = flags.int8_float_layers;
+  o->device = flags.device;
+  o->threads = flags.threads;
+  o->cudnn_workspace_mb = flags.cudnn_workspace_mb;
+  o->cudnn_autotune = flags.cudnn_autotune;
+  o->max_graphs = flags.max_graphs;
+}
+
 StatusOr<engine::EngineOptions> ToEngineOptions(const EngineFlags& flags) {
-  engine::EngineOptions options;
-  auto model = engine::ParseModelKind(flags.model);
-  if (!model.ok()) return FlagError("--model", model.status());
-  options.model = *model;
-  auto precision = engine::ParsePrecision(flags.precision);
-  if (!precision.ok()) return FlagError("--precision", precision.status());
-  options.precision = *precision;
-  options.calibration = flags.calibration;
-  using Layers = engine::EngineOptions::Int8FloatLayers;
-  if (flags.int8_float_layers == "first,heads" || flags.int8_float_layers == "heads,first") {
-    options.int8_float_layers = Layers::kFirstAndHeads;
-  } else if (flags.int8_float_layers == "first") {
-    options.int8_float_layers = Layers::kFirst;
-  } else if (flags.int8_float_layers == "heads") {
-    options.int8_float_layers = Layers::kHeads;
-  } else if (flags.int8_float_layers == "none") {
-    options.int8_float_layers = Layers::kNone;
-  } else {
-    return InvalidArgument("--int8-float-layers: '" + flags.int8_float_layers +
-                           "' is not known; allowed: first,heads, first, heads, none");
-  }
-  if (options.model == engine::ModelKind::kSsd &&
-      !(flags.weights.empty() && flags.synthetic_weights.empty())) {
-    return InvalidArgument(
-        "--weights and --synthetic-weights are for --model mogface; the SSD model is read "
-        "from --model-dir");
-  }
-  options.model_dir = ResolveModelDir(flags.model_dir);
-  // The SSD's default calibration (used by int8 only; filled at any precision because commands
-  // such as bench engine --precisions and eval compare switch the precision afterwards): the
-  // build's, else one installed beside the model (the container image's).
-  if (options.calibration.empty() && options.model == engine::ModelKind::kSsd) {
-    for (const std::string& candidate :
-         {DefaultSsdCalibration(), options.model_dir + "/int8_calibration.json"}) {
-      std::error_code ec;
-      if (!candidate.empty() && std::filesystem::is_regular_file(candidate, ec)) {
-        options.calibration = candidate;
-        break;
-      }
-    }
-  }
-  options.weights = flags.weights;
-  options.synthetic_weights = flags.synthetic_weights;
-  options.synthetic_seed = flags.seed;
-  if (!flags.synthetic_weights.empty()) {
-    spdlog::warn(
-        "--synthetic-weights {}: random weights (seed {}), so the detections are meaningless; "
-        "use them to measure speed and memory, and --weights FILE for real faces",
-        flags.synthetic_weights, flags.seed);
-  }
-  auto device = engine::ParseDevice(flags.device);
-  if (!device.ok()) return FlagError("--device", device.status());
-  options.device = flags.device;
-  options.cpu.threads = flags.threads;
-  options.cuda.cudnn_workspace_bytes = flags.cudnn_workspace_mb << 20;
-  options.cuda.cudnn_autotune = flags.cudnn_autotune;
-  options.cuda.max_graphs = flags.max_graphs;
-  return options;
+  DetectorOptions o;
+  ApplyEngineFlags(flags, &o);
+  return api::ToEngineOptions(o, api::OptionNames::Flags());
 }
 
 void AddInputFlags(CLI::App& app, InputFlags& flags) {
@@ -170,51 +105,125 @@ void AddInputFlags(CLI::App& app, InputFlags& flags) {
       ->check(CLI::Range(1, 10000));
 }
 
+void ApplyInputFlags(const InputFlags& flags, DetectorOptions* o) {
+  o->input_policy = flags.input_policy;
+  o->target_size = flags.target_size;
+  o->score_threshold = flags.score_threshold;
+  o->nms_iou = flags.nms_iou;
+  o->top_k = flags.top_k;
+  o->max_faces = flags.max_faces;
+}
+
 StatusOr<pipeline::ShapeBuckets> ToShapeBuckets(const InputFlags& flags,
                                                 const engine::EngineInfo& info) {
-  if (info.fixed_side > 0) return pipeline::ShapeBuckets::FixedSquare(info.fixed_side);
-  auto policy = pipeline::ParseInputPolicy(flags.input_policy);
-  if (!policy.ok()) return FlagError("--input-policy", policy.status());
-  if (*policy == pipeline::InputPolicy::kModelScope) {
-    return pipeline::ShapeBuckets::ModelScope(info.multiple);
-  }
-  auto buckets = pipeline::ShapeBuckets::Target(flags.target_size, info.multiple);
-  if (!buckets.ok()) return FlagError("--target-size", buckets.status());
-  return buckets;
+  DetectorOptions o;
+  ApplyInputFlags(flags, &o);
+  return api::ToShapeBuckets(o, info, api::OptionNames::Flags());
 }
 
 DetectOptions ToDetectOptions(const InputFlags& flags, const DetectOptions& model_defaults) {
-  DetectOptions d = model_defaults;
-  if (flags.score_threshold) d.score_threshold = *flags.score_threshold;
-  if (flags.nms_iou) d.nms_iou = *flags.nms_iou;
-  if (flags.top_k) d.top_k = *flags.top_k;
-  if (flags.max_faces) d.max_faces = *flags.max_faces;
-  return d;
+  DetectorOptions o;
+  ApplyInputFlags(flags, &o);
+  return api::ToDetectOptions(o, model_defaults);
+}
+
+void AddPipelineFlags(CLI::App& app, PipelineFlags& f) {
+  app.add_option("--scheduler", f.scheduler, "naive, dynamic, continuous or adaptive")
+      ->capture_default_str();
+  app.add_option("--max-batch-size", f.max_batch_size, "Most images per forward pass")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--timeout", f.timeout_s,
+                 "Longest a batch waits to fill, in seconds (the deployment guide's --timeout)")
+      ->check(CLI::Range(0.0, 10.0))
+      ->capture_default_str();
+  app.add_option("--max-delay-ms", f.max_delay_ms,
+                 "The same in milliseconds; overrides --timeout when given (default: unset)")
+      ->check(CLI::Range(0.0, 10000.0));
+  app.add_option("--max-batch-pixels", f.max_batch_pixels, "Pixel budget per batch (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--queue-capacity", f.queue_capacity, "Most queued images; beyond: 503")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--queue-capacity-bytes", f.queue_capacity_bytes,
+                 "Most bytes held by queued images; beyond: 503")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--request-timeout", f.request_timeout_s,
+                 "Server-side deadline in seconds; a request's timeout_ms may only shorten it")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  app.add_option("--latency-target-ms", f.latency_target_ms,
+                 "Adaptive scheduler's latency target")
+      ->check(CLI::Range(1.0, 600000.0))
+      ->capture_default_str();
+  app.add_flag("--pad-batches", f.pad_batches,
+               "Pad batches to the planned sizes (fixed shapes, as CUDA graphs need; default: "
+               "off)");
+  app.add_option("--instances", f.instances,
+                 "Engine instances, one worker thread each (0: 1 on cpu, 2 on cuda)")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  app.add_option("--workers", f.workers, "Decode/pre-process threads (0: half the cores)")
+      ->check(CLI::Range(0, 256))
+      ->capture_default_str();
+  app.add_option("--post-threads", f.post_threads, "Post-process threads")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--memory-fraction", f.memory_fraction,
+                 "Share of RAM (CPU) or device memory the buffer plan may use")
+      ->check(CLI::Range(0.01, 1.0))
+      ->capture_default_str();
+  app.add_option("--batch-knee", f.batch_knee,
+                 "Cap each bucket's batch at the smallest warm-up batch size reaching this "
+                 "fraction of the best measured throughput (bigger batches add latency, not "
+                 "throughput); 0 = memory only")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--plan-batch-sizes", f.plan_batch_sizes,
+                 "Batch sizes the start-up warm-up measures (capped by --max-batch-size)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+}
+
+void ApplyPipelineFlags(const PipelineFlags& f, DetectorOptions* o) {
+  o->scheduler = f.scheduler;
+  o->max_batch_size = f.max_batch_size;
+  o->max_delay_ms = f.max_delay_ms ? *f.max_delay_ms : f.timeout_s * 1000;
+  o->max_batch_pixels = f.max_batch_pixels;
+  o->queue_capacity = f.queue_capacity;
+  o->queue_capacity_bytes = f.queue_capacity_bytes;
+  o->request_timeout_ms = f.request_timeout_s * 1000;
+  o->latency_target_ms = f.latency_target_ms;
+  o->pad_batches = f.pad_batches;
+  o->instances = f.instances;
+  o->decode_threads = f.workers;
+  o->postprocess_threads = f.post_threads;
+  o->memory_fraction = f.memory_fraction;
+  o->batch_knee = f.batch_knee;
+  o->plan_batch_sizes = f.plan_batch_sizes;
 }
 
 std::variant<EngineInstances, int> CreateEngineInstances(const EngineFlags& flags, int instances) {
-  auto options = ToEngineOptions(flags);
+  DetectorOptions o;
+  ApplyEngineFlags(flags, &o);
+  o.instances = instances;
+  const api::OptionNames names = api::OptionNames::Flags();
+  auto options = api::ToEngineOptions(o, names);
   if (!options.ok()) {
     std::cerr << "error: " << options.status().message() << "\n";
     return kExitUsage;
   }
-  auto engine = engine::CreateEngine(*options);
-  if (!engine.ok()) {
-    std::cerr << "error: cannot start the engine: " << engine.status().ToString() << "\n";
-    return engine.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
+  auto loaded = api::LoadEngines(*options, o, names);
+  if (!loaded.ok()) {
+    std::cerr << "error: " << loaded.status().message() << "\n";
+    return loaded.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
   }
   EngineInstances out;
-  out.owned.push_back(std::move(*engine));
-  if (instances == 0) instances = engine::DefaultInstances(options->device);
-  for (int i = 1; i < instances; ++i) {
-    auto another = out.owned.front()->NewInstance();
-    if (!another.ok()) {
-      std::cerr << "error: " << another.status().ToString() << "\n";
-      return kExitFatal;
-    }
-    out.owned.push_back(std::move(*another));
-  }
-  for (const auto& e : out.owned) out.all.push_back(e.get());
+  out.owned = std::move(loaded->owned);
+  out.all = std::move(loaded->engines);
   return out;
 }
 

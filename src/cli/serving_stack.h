@@ -1,7 +1,7 @@
-// The serving stack shared by `mogserve serve` and `mogserve bench serve`: the serve flags
-// (each also a MOGSERVE_* environment variable), the engines they load, and the pipeline built
-// on them after the buffer-plan warm-up — so the benchmark's in-process pipeline is exactly the
-// server's.
+// The serve flags (each also a MOGSERVE_* environment variable) and the serving stack they build
+// through the one builder (api/serving_stack.h), shared by `mogserve serve`, `bench serve` and
+// `bench video` — so the benchmark's in-process pipeline is exactly the server's (and the
+// library's).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "api/serving_stack.h"
 #include "cli/commands.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_observer.h"
@@ -17,7 +18,7 @@
 
 namespace mogserve::cli {
 
-struct ServeFlags {
+struct ServeFlags : PipelineFlags {  // the scheduler and pipeline flags (commands.h)
   EngineFlags engine;
   InputFlags input;
   std::string host = "127.0.0.1";
@@ -31,7 +32,7 @@ struct ServeFlags {
   int64_t max_body_bytes = 64 << 20;
   int64_t max_body_bytes_in_flight = int64_t{1} << 30;
   int max_images = 32;
-  int64_t max_pixels = 50'000'000;
+  int64_t max_pixels = kDefaults.max_pixels;
   int64_t max_header_bytes = 16 << 10;
   int max_connections = 10'000;
   int io_threads = 2;
@@ -41,24 +42,6 @@ struct ServeFlags {
   std::string access_log = "text";
   double drain_timeout_s = 30;
   double shutdown_delay_s = 0;
-  // Scheduler.
-  std::string scheduler = "continuous";
-  int max_batch_size = 16;
-  double timeout_s = 0.002;            // the deployment guide's --timeout: the max batching delay
-  std::optional<double> max_delay_ms;  // the same in milliseconds; overrides --timeout
-  int64_t max_batch_pixels = 0;
-  int64_t queue_capacity = 4096;
-  int64_t queue_capacity_bytes = int64_t{1} << 30;
-  double request_timeout_s = 30;
-  double latency_target_ms = 100;
-  bool pad_batches = false;
-  // Mechanism.
-  int instances = 0;  // 0: engine::DefaultInstances of the device
-  int workers = 0;    // decode threads; 0 = half the cores
-  int post_threads = 1;
-  double memory_fraction = 0.8;
-  double batch_knee = 0.95;
-  std::vector<int> plan_batch_sizes = {1, 2, 4, 8, 16};
   // Video streams (/v1/streams): ID=URL each, started once the server is ready.
   std::vector<std::string> streams;
   std::string streams_file;  // a JSON array of streams as POST /v1/streams takes them
@@ -79,11 +62,11 @@ StatusOr<server::ServerOptions> ToServerOptions(const ServeFlags& flags);
 // The exit code for a start-up failure: a bad option (InvalidArgument) is a usage error.
 int ExitCodeFor(const Status& status);
 
-struct LoadedEngines {
-  std::vector<std::unique_ptr<engine::Engine>> owned;  // --instances, sharing weights
-  std::vector<engine::Engine*> engines;
-  pipeline::ShapeBuckets buckets;
-};
+// Every serve flag as the serving stack's options.
+DetectorOptions ToDetectorOptions(const ServeFlags& flags);
+
+using LoadedEngines = api::LoadedEngines;
+// Checks every flag (errors name it), then loads the engines.
 StatusOr<LoadedEngines> LoadEngines(const ServeFlags& flags);
 
 struct ServingPipeline {
