@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Quick start, the tests: set up, build, and run every test.
-#   1. the Release build: every ctest label (unit, model, e2e);
+#   1. the Release build: every ctest label (unit, model, e2e); then the installed package
+#      (scripts/test_package.sh): libmogserve.so, its headers and CMake/pkg-config files installed
+#      into a temporary prefix and examples/detect_faces built and run against them;
 #   2. an AddressSanitizer + UBSan build of the torch-free unit tests (decoders, EXIF, resize,
 #      drawing, HTTP request parsing and the HTTP layer: the code that parses untrusted bytes;
 #      the scheduler and the pipeline; the video reader, which scales frames into canvases);
@@ -24,7 +26,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$ROOT/scripts/setup.sh"
 "$ROOT/scripts/build.sh"
-(cd "$ROOT/build" && ctest --output-on-failure -j 2 "$@")
+(cd "$ROOT/build" && ctest --output-on-failure -j 2 -LE package "$@")
+# 1b. The installed package: the Release build installed into a temporary prefix,
+#     examples/detect_faces built out of tree against it (CMake and pkg-config) and run
+#     (scripts/test_package.sh; also the ctest test package_example, left out of the run above).
+"$ROOT/scripts/test_package.sh" "$ROOT/build"
 
 SAN_DIR="$ROOT/build-asan"
 cmake -S "$ROOT" -B "$SAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
