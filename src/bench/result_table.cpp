@@ -1,0 +1,215 @@
+#include "bench/result_table.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace mogserve::bench {
+namespace {
+
+using nlohmann::json;
+
+bool IsNumber(const Cell& cell) {
+  return std::holds_alternative<int64_t>(cell) || std::holds_alternative<double>(cell);
+}
+
+double AsDouble(const Cell& cell) {
+  if (const int64_t* i = std::get_if<int64_t>(&cell)) return static_cast<double>(*i);
+  return std::get<double>(cell);
+}
+
+// Markdown: numbers scaled and rounded, strings with '|' made harmless, empty as "-".
+std::string Show(const Cell& cell, int decimals, double scale, const std::string& suffix,
+                 bool zero_as_dash) {
+  if (std::holds_alternative<std::monostate>(cell)) return "-";
+  if (const bool* b = std::get_if<bool>(&cell)) return *b ? "yes" : "no";
+  if (const std::string* s = std::get_if<std::string>(&cell)) {
+    std::string out = *s;
+    for (char& c : out) {
+      if (c == '|') c = '/';
+    }
+    return out;
+  }
+  const double v = AsDouble(cell);
+  if (zero_as_dash && v == 0) return "-";
+  char text[64];
+  if (std::holds_alternative<int64_t>(cell) && scale == 1) {
+    std::snprintf(text, sizeof(text), "%lld", static_cast<long long>(std::get<int64_t>(cell)));
+  } else {
+    std::snprintf(text, sizeof(text), "%.*f", decimals, v * scale);
+  }
+  return text + suffix;
+}
+
+json ToJsonValue(const Cell& cell) {
+  if (const int64_t* i = std::get_if<int64_t>(&cell)) return *i;
+  if (const double* d = std::get_if<double>(&cell)) return *d;
+  if (const std::string* s = std::get_if<std::string>(&cell)) return *s;
+  return std::get<bool>(cell);
+}
+
+// Sets `key` (dotted = nested objects) in `object`.
+void SetDotted(json& object, const std::string& key, json value) {
+  json* at = &object;
+  size_t begin = 0;
+  for (size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', begin)) {
+    at = &(*at)[key.substr(begin, dot - begin)];
+    begin = dot + 1;
+  }
+  (*at)[key.substr(begin)] = std::move(value);
+}
+
+json TableJson(const ResultTable& t) {
+  json j = json::object();
+  for (const Field& f : t.fields) {
+    if ((f.shown & kInJson) && !std::holds_alternative<std::monostate>(f.value)) {
+      SetDotted(j, f.key, ToJsonValue(f.value));
+    }
+  }
+  if (t.rows_key.empty()) return j;
+  json rows = json::array();
+  for (const std::vector<Cell>& row : t.rows) {
+    json r = json::object();
+    for (size_t c = 0; c < t.columns.size(); ++c) {
+      if ((t.columns[c].shown & kInJson) && !std::holds_alternative<std::monostate>(row[c])) {
+        SetDotted(r, t.columns[c].key, ToJsonValue(row[c]));
+      }
+    }
+    rows.push_back(std::move(r));
+  }
+  j[t.rows_key] = std::move(rows);
+  return j;
+}
+
+std::string CsvQuoted(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string CsvCell(const Cell& cell) {
+  if (std::holds_alternative<std::monostate>(cell)) return "";
+  if (const std::string* s = std::get_if<std::string>(&cell)) return CsvQuoted(*s);
+  return ToJsonValue(cell).dump();  // shortest round-trip numbers, true / false
+}
+
+}  // namespace
+
+ResultTable& ResultTable::AddColumn(Column column) {
+  columns.push_back(std::move(column));
+  return *this;
+}
+
+ResultTable& ResultTable::AddField(Field field) {
+  fields.push_back(std::move(field));
+  return *this;
+}
+
+void ResultTable::AddRow(std::vector<Cell> row) {
+  if (row.size() != columns.size()) {
+    throw std::logic_error("ResultTable '" + title + "': a row of " + std::to_string(row.size()) +
+                           " cells for " + std::to_string(columns.size()) + " columns");
+  }
+  rows.push_back(std::move(row));
+}
+
+std::string ToMarkdown(const ResultTable& t) {
+  std::string md;
+  if (!t.title.empty()) md += "## " + t.title + "\n\n";
+  if (!t.intro.empty()) md += t.intro + "\n\n";
+  bool any_field = false;
+  for (const Field& f : t.fields) {
+    if (!(f.shown & kInMarkdown) || f.label.empty()) continue;
+    md += "- " + f.label + ": " + Show(f.value, f.decimals, 1, "", false) + "\n";
+    any_field = true;
+  }
+  if (any_field) md += "\n";
+  std::vector<size_t> shown;
+  for (size_t c = 0; c < t.columns.size(); ++c) {
+    if (t.columns[c].shown & kInMarkdown) shown.push_back(c);
+  }
+  if (!shown.empty() && !t.rows.empty()) {
+    std::string header = "|", rule = "|";
+    for (size_t c : shown) {
+      const Column& col = t.columns[c];
+      header += " " + (col.header.empty() ? col.key : col.header) + " |";
+      // Right-aligned when the column holds numbers.
+      bool numbers = false;
+      for (const std::vector<Cell>& row : t.rows) numbers = numbers || IsNumber(row[c]);
+      rule += numbers ? "---:|" : "---|";
+    }
+    md += header + "\n" + rule + "\n";
+    for (const std::vector<Cell>& row : t.rows) {
+      md += "|";
+      for (size_t c : shown) {
+        const Column& col = t.columns[c];
+        md += " " + Show(row[c], col.decimals, col.scale, col.suffix, col.zero_as_dash) + " |";
+      }
+      md += "\n";
+    }
+    md += "\n";
+  }
+  for (const std::string& note : t.notes) md += note + "\n\n";
+  return md;
+}
+
+std::string ToJson(const ResultTable& t) {
+  return TableJson(t).dump(2) + "\n";
+}
+
+std::string ToCsv(const ResultTable& t) {
+  std::string csv;
+  std::string sep;
+  for (const Column& col : t.columns) {
+    if (!(col.shown & kInCsv)) continue;
+    csv += sep + CsvQuoted(col.key);
+    sep = ",";
+  }
+  csv += "\n";
+  for (const std::vector<Cell>& row : t.rows) {
+    sep.clear();
+    for (size_t c = 0; c < t.columns.size(); ++c) {
+      if (!(t.columns[c].shown & kInCsv)) continue;
+      csv += sep + CsvCell(row[c]);
+      sep = ",";
+    }
+    csv += "\n";
+  }
+  return csv;
+}
+
+StatusOr<Format> ParseFormat(const std::string& name) {
+  if (name == "md" || name == "markdown") return Format::kMarkdown;
+  if (name == "json") return Format::kJson;
+  if (name == "csv") return Format::kCsv;
+  return InvalidArgument("format '" + name + "': expected md, json or csv");
+}
+
+std::string Print(const std::vector<ResultTable>& tables, Format format) {
+  std::string out;
+  if (format == Format::kJson) {
+    json merged = json::object();
+    for (const ResultTable& t : tables) {
+      json j = TableJson(t);
+      if (!t.json_key.empty()) {
+        SetDotted(merged, t.json_key, std::move(j));
+      } else {
+        merged.update(j);
+      }
+    }
+    return merged.dump(2) + "\n";
+  }
+  for (const ResultTable& t : tables) {
+    if (format == Format::kMarkdown) {
+      out += ToMarkdown(t);
+    } else if (!t.rows.empty()) {
+      if (!out.empty()) out += "\n";
+      if (!t.title.empty()) out += "# " + t.title + "\n";
+      out += ToCsv(t);
+    }
+  }
+  return out;
+}
+
+}  // namespace mogserve::bench
