@@ -38,7 +38,9 @@ std::string Show(const Cell& cell, int decimals, double scale, const std::string
   } else {
     std::snprintf(text, sizeof(text), "%.*f", decimals, v * scale);
   }
-  return text + suffix;
+  std::string shown(text);
+  shown += suffix;
+  return shown;
 }
 
 json ToJsonValue(const Cell& cell) {
@@ -121,7 +123,9 @@ std::string ToMarkdown(const ResultTable& t) {
   bool any_field = false;
   for (const Field& f : t.fields) {
     if (!(f.shown & kInMarkdown) || f.label.empty()) continue;
-    md += "- " + f.label + ": " + Show(f.value, f.decimals, 1, "", false) + "\n";
+    md += "- " + f.label + ": ";
+    md += Show(f.value, f.decimals, 1, "", false);
+    md += '\n';
     any_field = true;
   }
   if (any_field) md += "\n";
@@ -133,7 +137,9 @@ std::string ToMarkdown(const ResultTable& t) {
     std::string header = "|", rule = "|";
     for (size_t c : shown) {
       const Column& col = t.columns[c];
-      header += " " + (col.header.empty() ? col.key : col.header) + " |";
+      header += ' ';
+      header += col.header.empty() ? col.key : col.header;
+      header += " |";
       // Right-aligned when the column holds numbers.
       bool numbers = false;
       for (const std::vector<Cell>& row : t.rows) numbers = numbers || IsNumber(row[c]);
@@ -144,7 +150,9 @@ std::string ToMarkdown(const ResultTable& t) {
       md += "|";
       for (size_t c : shown) {
         const Column& col = t.columns[c];
-        md += " " + Show(row[c], col.decimals, col.scale, col.suffix, col.zero_as_dash) + " |";
+        md += ' ';
+        md += Show(row[c], col.decimals, col.scale, col.suffix, col.zero_as_dash);
+        md += " |";
       }
       md += "\n";
     }
@@ -160,21 +168,23 @@ std::string ToJson(const ResultTable& t) {
 
 std::string ToCsv(const ResultTable& t) {
   std::string csv;
-  std::string sep;
+  bool first = true;
   for (const Column& col : t.columns) {
     if (!(col.shown & kInCsv)) continue;
-    csv += sep + CsvQuoted(col.key);
-    sep = ",";
+    if (!first) csv += ',';
+    csv += CsvQuoted(col.key);
+    first = false;
   }
-  csv += "\n";
+  csv += '\n';
   for (const std::vector<Cell>& row : t.rows) {
-    sep.clear();
+    first = true;
     for (size_t c = 0; c < t.columns.size(); ++c) {
       if (!(t.columns[c].shown & kInCsv)) continue;
-      csv += sep + CsvCell(row[c]);
-      sep = ",";
+      if (!first) csv += ',';
+      csv += CsvCell(row[c]);
+      first = false;
     }
-    csv += "\n";
+    csv += '\n';
   }
   return csv;
 }
