@@ -14,8 +14,6 @@ namespace mogserve::bench {
 // Python reference for that size when options.reference (one child process per size).
 StatusOr<EngineBenchReport> RunMogFaceBench(const EngineBenchOptions& options);
 
-std::string MogFaceBenchMarkdown(const EngineBenchReport& report);
-
 // Fills the latency statistics, ms/image, images/s, GFLOP/s and fraction of `peak_gflops` of a
 // row whose batch and macs_per_image are set (defined in engine_bench.cpp).
 void FillRowRates(std::vector<double> samples_ms, double peak_gflops, EngineBenchRow& row);

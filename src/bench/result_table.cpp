@@ -1,5 +1,6 @@
 #include "bench/result_table.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -61,6 +62,37 @@ void SetDotted(json& object, const std::string& key, json value) {
   (*at)[key.substr(begin)] = std::move(value);
 }
 
+// The row's cells of columns [begin, end) that JSON shows, as one object.
+json RowObject(const ResultTable& t, const std::vector<Cell>& row, size_t begin, size_t end) {
+  json r = json::object();
+  for (size_t c = begin; c < end; ++c) {
+    if ((t.columns[c].shown & kInJson) && !std::holds_alternative<std::monostate>(row[c])) {
+      SetDotted(r, t.columns[c].key, ToJsonValue(row[c]));
+    }
+  }
+  return r;
+}
+
+json RowsJson(const ResultTable& t) {
+  json rows = json::array();
+  const size_t group = std::min(t.group_columns, t.columns.size());
+  for (size_t i = 0; i < t.rows.size(); ++i) {
+    const std::vector<Cell>& row = t.rows[i];
+    if (group == 0) {
+      rows.push_back(RowObject(t, row, 0, t.columns.size()));
+      continue;
+    }
+    const bool same_group =
+        i > 0 && std::equal(row.begin(), row.begin() + group, t.rows[i - 1].begin());
+    if (!same_group) {
+      rows.push_back(RowObject(t, row, 0, group));
+      rows.back()[t.nest_key] = json::array();
+    }
+    rows.back()[t.nest_key].push_back(RowObject(t, row, group, t.columns.size()));
+  }
+  return rows;
+}
+
 json TableJson(const ResultTable& t) {
   json j = json::object();
   for (const Field& f : t.fields) {
@@ -68,18 +100,7 @@ json TableJson(const ResultTable& t) {
       SetDotted(j, f.key, ToJsonValue(f.value));
     }
   }
-  if (t.rows_key.empty()) return j;
-  json rows = json::array();
-  for (const std::vector<Cell>& row : t.rows) {
-    json r = json::object();
-    for (size_t c = 0; c < t.columns.size(); ++c) {
-      if ((t.columns[c].shown & kInJson) && !std::holds_alternative<std::monostate>(row[c])) {
-        SetDotted(r, t.columns[c].key, ToJsonValue(row[c]));
-      }
-    }
-    rows.push_back(std::move(r));
-  }
-  j[t.rows_key] = std::move(rows);
+  if (!t.rows_key.empty()) j[t.rows_key] = RowsJson(t);
   return j;
 }
 

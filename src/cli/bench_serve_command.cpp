@@ -27,8 +27,7 @@ struct BenchServeFlags {
   double seconds = 5;
   double warmup = 1;
   bool no_in_process = false;
-  std::string json_path;
-  std::string markdown_path;
+  BenchOutputFlags output;
   std::vector<std::string> serve_args;
 };
 
@@ -117,8 +116,7 @@ int Run(const BenchServeFlags& f) {
     std::cerr << "error: " << report.status().message() << "\n";
     return kExitFatal;
   }
-  return PrintBenchResult(bench::ServeBenchMarkdown(*report), bench::ServeBenchJson(*report),
-                          f.json_path, f.markdown_path);
+  return PrintBenchTables(bench::ServeBenchTables(*report), f.output);
 }
 
 }  // namespace
@@ -156,8 +154,7 @@ CommandRunner RegisterBenchServeCommand(CLI::App& bench) {
       ->check(CLI::Range(0.0, 600.0))
       ->capture_default_str();
   app->add_flag("--no-in-process", f->no_in_process, "HTTP only (no ratio)");
-  app->add_option("--json", f->json_path, "Also write the results as JSON here");
-  app->add_option("--markdown", f->markdown_path, "Also write the Markdown table here");
+  AddBenchOutputFlags(*app, f->output);
   app->add_option("serve_args", f->serve_args, "Flags for `mogserve serve`, after --");
   return [f] { return Run(*f); };
 }

@@ -22,8 +22,7 @@ struct BenchVideoFlags {
   bench::VideoBenchOptions options;
   std::vector<std::string> schedulers = {"naive", "continuous", "adaptive"};
   std::vector<double> detect_fps = {0, 5};
-  std::string json_path;
-  std::string markdown_path;
+  BenchOutputFlags output;
   std::vector<std::string> serve_args;
 };
 
@@ -126,8 +125,7 @@ int Run(const BenchVideoFlags& f) {
     }
     serving->pipeline->Shutdown();
   }
-  return PrintBenchResult(bench::VideoBenchMarkdown(report), bench::VideoBenchJson(report),
-                          f.json_path, f.markdown_path);
+  return PrintBenchTables(bench::VideoBenchTables(report), f.output);
 }
 
 #else
@@ -173,8 +171,7 @@ CommandRunner RegisterBenchVideoCommand(CLI::App& bench) {
                   "A frame answered later than this after its arrival is late")
       ->check(CLI::Range(1.0, 60000.0))
       ->capture_default_str();
-  app->add_option("--json", f->json_path, "Also write the results as JSON here");
-  app->add_option("--markdown", f->markdown_path, "Also write the Markdown tables here");
+  AddBenchOutputFlags(*app, f->output);
   app->add_option("serve_args", f->serve_args, "Flags for `mogserve serve`, after --");
   return [f] { return Run(*f); };
 }

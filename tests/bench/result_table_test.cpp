@@ -76,6 +76,25 @@ TEST(ResultTable, PrintMergesTablesByFormat) {
   EXPECT_LT(md.find("## Pipeline"), md.find("## Guide"));
 }
 
+TEST(ResultTable, GroupedRowsNestInJson) {
+  ResultTable t;
+  t.rows_key = "searches";
+  t.group_columns = 2;
+  t.nest_key = "points";
+  t.AddColumn({"scheduler"}).AddColumn({"max"}).AddColumn({"streams"});
+  t.AddRow({std::string("naive"), int64_t{1}, int64_t{1}});
+  t.AddRow({std::string("naive"), int64_t{1}, int64_t{2}});
+  t.AddRow({std::string("continuous"), int64_t{3}, int64_t{1}});
+  const nlohmann::json j = nlohmann::json::parse(ToJson(t));
+  ASSERT_EQ(j.at("searches").size(), 2u) << j.dump();
+  EXPECT_EQ(j["searches"][0].at("scheduler"), "naive");
+  EXPECT_EQ(j["searches"][0].at("points").size(), 2u);
+  EXPECT_EQ(j["searches"][0]["points"][1].at("streams"), 2);
+  EXPECT_FALSE(j["searches"][0]["points"][1].contains("scheduler"));
+  EXPECT_EQ(j["searches"][1].at("max"), 3);
+  EXPECT_EQ(ToCsv(t), "scheduler,max,streams\nnaive,1,1\nnaive,1,2\ncontinuous,3,1\n");
+}
+
 TEST(ResultTable, ParseFormatNamesTheAcceptedValues) {
   EXPECT_EQ(*ParseFormat("md"), Format::kMarkdown);
   EXPECT_EQ(*ParseFormat("markdown"), Format::kMarkdown);
