@@ -383,7 +383,7 @@ StatusOr<BenchReport> RunBenchReport(const BenchReportOptions& o) {
     report.streams.push_back(search);
   }
 
-  report.guide = CompareWithGuide(report);
+  report.guide = CompareWithGuide(report, o.guide_claims);
   return report;
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/guide_claims.h"
 #include "bench/latency_stats.h"
 #include "bench/pipeline_driver.h"
 #include "engine/engine.h"
@@ -51,11 +52,13 @@ struct BenchReportOptions {
   double max_seconds = 20;
   double stream_seconds = 10;  // section 5, per stream count (`seconds` overrides when > 0)
   int max_streams = 0;         // section 5 upper bound; 0 = capacity / fps + 1 (at most 64)
-  int max_batch_size = 16;
-  double max_delay_ms = 5.0;
+  int max_batch_size = scheduler::SchedulerConfig{}.max_batch_size;
+  double max_delay_ms = DefaultMaxDelayMs();
   double batch_knee = 0.95;
   std::string gnuplot = "gnuplot";  // executable (searched in PATH without a slash)
   std::string command;              // the command line, for section 6
+  // The guide's claims (LoadGuideClaims), compared with the sections' results.
+  std::vector<GuideClaim> guide_claims;
   bool quick = false;               // only reported
 };
 
@@ -142,8 +145,9 @@ struct BenchReport {
 // forward pass fails.
 StatusOr<BenchReport> RunBenchReport(const BenchReportOptions& options);
 
-// The guide-vs-measured rows from the sections' results.
-std::vector<GuideRow> CompareWithGuide(const BenchReport& report);
+// The guide-vs-measured rows: per claim, what the sections measured for it.
+std::vector<GuideRow> CompareWithGuide(const BenchReport& report,
+                                       const std::vector<GuideClaim>& claims);
 
 // Writes the plots' data, gnuplot scripts, PNGs and SVGs into `dir` and records them (or why
 // they were skipped) in report->plots_*. Never fails the report: a missing or failing gnuplot

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -177,119 +178,123 @@ std::string Escape(std::string s) {
 
 }  // namespace
 
-std::vector<GuideRow> CompareWithGuide(const BenchReport& r) {
+namespace {
+
+// What this run measured for each guide claim id; `g` arrives "not measured".
+void MeasureReducedPrecision(const BenchReport& r, GuideRow& g) {
+  g.measured = "not measured (only fp32 ran)";
+  double fp32 = 0;
+  const SingleImageRow* best = nullptr;
+  for (const SingleImageRow& s : r.single) {
+    if (s.precision == "fp32")
+      fp32 = s.latency.mean_ms;
+    else if (best == nullptr || s.latency.mean_ms < best->latency.mean_ms)
+      best = &s;
+  }
+  if (fp32 > 0 && best != nullptr && best->latency.mean_ms > 0) {
+    g.measured = best->precision + Format(": %.1f → %.1f ms", fp32, best->latency.mean_ms);
+    g.measured_ratio = fp32 / best->latency.mean_ms;
+  }
+}
+
+void MeasureBatchPerImage(const BenchReport& r, GuideRow& g) {
+  g.measured = "not measured (no batch 32 and batch 1 rows)";
+  double one = 0, big = 0;
+  int big_batch = 0;
+  const std::string precision = r.batches.empty() ? "" : r.batches[0].precision;
+  for (const BatchRow& b : r.batches) {
+    if (b.precision != precision) continue;
+    if (b.batch == 1) one = b.ms_per_image;
+    if (b.batch > big_batch) big_batch = b.batch, big = b.ms_per_image;
+  }
+  if (one > 0 && big > 0 && big_batch > 1) {
+    g.claim = "Batch " + std::to_string(big_batch) + " vs 1, time per image (" + precision + ")";
+    g.measured = Format("%.2f → %.2f ms/image", one, big);
+    g.measured_ratio = one / big;
+  }
+}
+
+void MeasureThroughput(const BenchReport& r, GuideRow& g) {
+  const PipelineBenchRow* naive = FindComparison(r, "naive", "closed");
+  const PipelineBenchRow* cont = FindComparison(r, "continuous", "closed");
+  if (naive && cont && naive->throughput_per_s > 0) {
+    g.measured = Format("%.1f → %.1f images/s (closed loop, %.0f clients)",
+                        naive->throughput_per_s, cont->throughput_per_s, naive->concurrency);
+    g.measured_ratio = cont->throughput_per_s / naive->throughput_per_s;
+  }
+}
+
+void MeasureUtilisation(const BenchReport& r, GuideRow& g) {
+  const PipelineBenchRow* naive = FindComparison(r, "naive", "closed");
+  const PipelineBenchRow* cont = FindComparison(r, "continuous", "closed");
+  if (naive && cont && naive->busy_ratio > 0) {
+    g.measured = Format("CPU engine busy %.0f%% → %.0f%% (closed loop)", naive->busy_ratio * 100,
+                        cont->busy_ratio * 100);
+    g.measured_ratio = cont->busy_ratio / naive->busy_ratio;
+  }
+}
+
+void MeasurePeakMemory(const BenchReport& r, GuideRow& g) {
+  const PipelineBenchRow* naive = FindComparison(r, "naive", "closed");
+  const PipelineBenchRow* cont = FindComparison(r, "continuous", "closed");
+  if (!naive || !cont) return;
+  // The engine allocator's peak in use (weights + activations) is what a policy changes; the
+  // process's RSS also holds the caching allocator's free blocks from earlier sections.
+  if (naive->engine_peak_bytes > 0 && cont->engine_peak_bytes > 0) {
+    g.measured = Format("engine peak memory in use %.0f → %.0f MiB (closed loop)",
+                        MiB(naive->engine_peak_bytes), MiB(cont->engine_peak_bytes));
+    g.measured_ratio = static_cast<double>(cont->engine_peak_bytes) / naive->engine_peak_bytes;
+  } else if (naive->peak_rss_bytes > 0 && cont->peak_rss_bytes > 0) {
+    g.measured = Format("process peak RSS %.0f → %.0f MiB (closed loop)",
+                        MiB(naive->peak_rss_bytes), MiB(cont->peak_rss_bytes));
+    g.measured_ratio = static_cast<double>(cont->peak_rss_bytes) / naive->peak_rss_bytes;
+  }
+}
+
+void MeasureVideoStreams(const BenchReport& r, GuideRow& g) {
+  const StreamSearch* naive = FindStreams(r, "naive");
+  const StreamSearch* best = nullptr;
+  for (const StreamSearch& s : r.streams) {
+    if (s.policy != "naive" &&
+        (best == nullptr || s.max_realtime_streams > best->max_realtime_streams)) {
+      best = &s;
+    }
+  }
+  if (!naive || !best) return;
+  g.measured = Format("naive %.0f → ", naive->max_realtime_streams) + best->policy +
+               Format(" %.0f streams", best->max_realtime_streams);
+  g.measured_ratio =
+      naive->max_realtime_streams > 0
+          ? static_cast<double>(best->max_realtime_streams) / naive->max_realtime_streams
+          : 0;
+  if (naive->max_realtime_streams == 0) g.measured += " (ratio undefined: naive served 0)";
+}
+
+void MeasureLatencyStddev(const BenchReport& r, GuideRow& g) {
+  const PipelineBenchRow* naive = FindComparison(r, "naive", "open");
+  const PipelineBenchRow* cont = FindComparison(r, "continuous", "open");
+  if (naive && cont && naive->latency.stddev_ms > 0) {
+    g.measured = Format("%.1f → %.1f ms (open loop, %.1f requests/s offered to both)",
+                        naive->latency.stddev_ms, cont->latency.stddev_ms, naive->offered_per_s);
+    g.measured_ratio = cont->latency.stddev_ms / naive->latency.stddev_ms;
+  }
+}
+
+}  // namespace
+
+std::vector<GuideRow> CompareWithGuide(const BenchReport& r,
+                                       const std::vector<GuideClaim>& claims) {
+  using Measure = void (*)(const BenchReport&, GuideRow&);
+  static const std::map<std::string, Measure> kMeasures = {
+      {"reduced_precision", MeasureReducedPrecision}, {"batch_per_image", MeasureBatchPerImage},
+      {"throughput", MeasureThroughput},              {"utilisation", MeasureUtilisation},
+      {"peak_memory", MeasurePeakMemory},             {"video_streams", MeasureVideoStreams},
+      {"latency_stddev", MeasureLatencyStddev}};
   std::vector<GuideRow> rows;
-  // Reduced precision vs FP32, single image.
-  {
-    GuideRow g{"Reduced precision vs FP32, single image", "FP16 45.2 → 14.7 ms", 45.2 / 14.7,
-               "not measured (only fp32 ran)", 0};
-    double fp32 = 0;
-    const SingleImageRow* best = nullptr;
-    for (const SingleImageRow& s : r.single) {
-      if (s.precision == "fp32")
-        fp32 = s.latency.mean_ms;
-      else if (best == nullptr || s.latency.mean_ms < best->latency.mean_ms)
-        best = &s;
-    }
-    if (fp32 > 0 && best != nullptr && best->latency.mean_ms > 0) {
-      g.measured = best->precision + Format(": %.1f → %.1f ms", fp32, best->latency.mean_ms);
-      g.measured_ratio = fp32 / best->latency.mean_ms;
-    }
-    rows.push_back(g);
-  }
-  // Batch 32 per image vs batch 1.
-  {
-    GuideRow g{"Batch 32, time per image (vs single image FP32)", "2.1 ms/image (45.2 ms at 1)",
-               45.2 / 2.1, "not measured (no batch 32 and batch 1 rows)", 0};
-    double one = 0, big = 0;
-    int big_batch = 0;
-    const std::string precision = r.batches.empty() ? "" : r.batches[0].precision;
-    for (const BatchRow& b : r.batches) {
-      if (b.precision != precision) continue;
-      if (b.batch == 1) one = b.ms_per_image;
-      if (b.batch > big_batch) big_batch = b.batch, big = b.ms_per_image;
-    }
-    if (one > 0 && big > 0 && big_batch > 1) {
-      g.claim = "Batch " + std::to_string(big_batch) + " vs 1, time per image (" + precision + ")";
-      g.measured = Format("%.2f → %.2f ms/image", one, big);
-      g.measured_ratio = one / big;
-    }
-    rows.push_back(g);
-  }
-  const PipelineBenchRow* naive_closed = FindComparison(r, "naive", "closed");
-  const PipelineBenchRow* cont_closed = FindComparison(r, "continuous", "closed");
-  const PipelineBenchRow* naive_open = FindComparison(r, "naive", "open");
-  const PipelineBenchRow* cont_open = FindComparison(r, "continuous", "open");
-  {
-    GuideRow g{"Throughput, traditional → optimised", "22 → 65 FPS", 65.0 / 22, "not measured", 0};
-    if (naive_closed && cont_closed && naive_closed->throughput_per_s > 0) {
-      g.measured =
-          Format("%.1f → %.1f images/s (closed loop, %.0f clients)", naive_closed->throughput_per_s,
-                 cont_closed->throughput_per_s, naive_closed->concurrency);
-      g.measured_ratio = cont_closed->throughput_per_s / naive_closed->throughput_per_s;
-    }
-    rows.push_back(g);
-  }
-  {
-    GuideRow g{"Accelerator utilisation (engine busy ratio)", "GPU 35% → 85%", 85.0 / 35,
-               "not measured", 0};
-    if (naive_closed && cont_closed && naive_closed->busy_ratio > 0) {
-      g.measured = Format("CPU engine busy %.0f%% → %.0f%% (closed loop)",
-                          naive_closed->busy_ratio * 100, cont_closed->busy_ratio * 100);
-      g.measured_ratio = cont_closed->busy_ratio / naive_closed->busy_ratio;
-    }
-    rows.push_back(g);
-  }
-  {
-    GuideRow g{"Peak memory, traditional → optimised", "4.2 → 2.8 GB", 2.8 / 4.2, "not measured",
-               0};
-    // The engine allocator's peak in use (weights + activations) is what a policy changes;
-    // the process's RSS also holds the caching allocator's free blocks from earlier sections.
-    if (naive_closed && cont_closed && naive_closed->engine_peak_bytes > 0 &&
-        cont_closed->engine_peak_bytes > 0) {
-      g.measured =
-          Format("engine peak memory in use %.0f → %.0f MiB (closed loop)",
-                 MiB(naive_closed->engine_peak_bytes), MiB(cont_closed->engine_peak_bytes));
-      g.measured_ratio =
-          static_cast<double>(cont_closed->engine_peak_bytes) / naive_closed->engine_peak_bytes;
-    } else if (naive_closed && cont_closed && naive_closed->peak_rss_bytes > 0 &&
-               cont_closed->peak_rss_bytes > 0) {
-      g.measured = Format("process peak RSS %.0f → %.0f MiB (closed loop)",
-                          MiB(naive_closed->peak_rss_bytes), MiB(cont_closed->peak_rss_bytes));
-      g.measured_ratio =
-          static_cast<double>(cont_closed->peak_rss_bytes) / naive_closed->peak_rss_bytes;
-    }
-    rows.push_back(g);
-  }
-  {
-    GuideRow g{"Real-time video streams", "8 → 24 streams", 3.0, "not measured", 0};
-    const StreamSearch* naive = FindStreams(r, "naive");
-    const StreamSearch* best = nullptr;
-    for (const StreamSearch& s : r.streams) {
-      if (s.policy != "naive" &&
-          (best == nullptr || s.max_realtime_streams > best->max_realtime_streams)) {
-        best = &s;
-      }
-    }
-    if (naive && best) {
-      g.measured = Format("naive %.0f → ", naive->max_realtime_streams) + best->policy +
-                   Format(" %.0f streams", best->max_realtime_streams);
-      g.measured_ratio =
-          naive->max_realtime_streams > 0
-              ? static_cast<double>(best->max_realtime_streams) / naive->max_realtime_streams
-              : 0;
-      if (naive->max_realtime_streams == 0) g.measured += " (ratio undefined: naive served 0)";
-    }
-    rows.push_back(g);
-  }
-  {
-    GuideRow g{"Latency standard deviation under load", "−75%", 0.25, "not measured", 0};
-    if (naive_open && cont_open && naive_open->latency.stddev_ms > 0) {
-      g.measured = Format("%.1f → %.1f ms (open loop, %.1f requests/s offered to both)",
-                          naive_open->latency.stddev_ms, cont_open->latency.stddev_ms,
-                          naive_open->offered_per_s);
-      g.measured_ratio = cont_open->latency.stddev_ms / naive_open->latency.stddev_ms;
-    }
+  for (const GuideClaim& c : claims) {
+    GuideRow g{c.claim, c.guide, c.ratio, "not measured", 0};
+    // LoadGuideClaims accepts only the ids measured here.
+    if (auto m = kMeasures.find(c.id); m != kMeasures.end()) m->second(r, g);
     rows.push_back(g);
   }
   return rows;

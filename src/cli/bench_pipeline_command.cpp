@@ -72,7 +72,7 @@ CommandRunner RegisterBenchPipelineCommand(CLI::App& bench_app) {
       "pipeline",
       "Scheduler + pipeline under load (in-process): closed and open loop per batching policy");
   AddEngineFlags(*app, flags->engine);
-  AddPoliciesFlag(*app, flags->options.policies);
+  AddSchedulerBenchFlags(*app, flags->options);
   app->add_option("--concurrency", flags->options.concurrency, "Closed-loop client counts")
       ->delimiter(',')
       ->check(CLI::Range(1, 1024))
@@ -84,30 +84,11 @@ CommandRunner RegisterBenchPipelineCommand(CLI::App& bench_app) {
   app->add_option("--seconds", flags->options.seconds, "Seconds per point (first 20% is warm-up)")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
-  app->add_option("--max-batch-size", flags->options.max_batch_size, "Largest batch")
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
-  app->add_option("--max-delay-ms", flags->options.max_delay_ms, "Longest wait to grow a batch")
-      ->check(CLI::Range(0.0, 10000.0))
-      ->capture_default_str();
-  app->add_option("--batch-knee", flags->options.batch_knee,
-                  "Cap batches at the smallest warm-up batch size reaching this fraction of the "
-                  "best measured throughput (0: --max-batch-size only)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
   app->add_option("--instances", flags->options.instances, "Engine instances (one worker thread each)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   app->add_option("--preprocess-threads", flags->options.preprocess_threads, "Pre-processing threads")
       ->check(CLI::Range(0, 64))
-      ->capture_default_str();
-  app->add_option("--sim-batch-ms", flags->options.sim_intercept_ms,
-                  "Simulated engine: fixed milliseconds per batch (b in a*n + b)")
-      ->check(CLI::Range(0.0, 100000.0))
-      ->capture_default_str();
-  app->add_option("--sim-image-ms", flags->options.sim_per_image_ms,
-                  "Simulated engine: milliseconds per image (a in a*n + b)")
-      ->check(CLI::Range(0.0, 100000.0))
       ->capture_default_str();
   app->add_flag("--real", flags->options.real_engine,
                 "Run the real model (--model ...) instead of the simulation");
