@@ -18,6 +18,7 @@
 #include "bench/guide_claims.h"
 #include "bench/latency_stats.h"
 #include "bench/pipeline_driver.h"
+#include "bench/result_table.h"
 #include "engine/engine.h"
 #include "scheduler/scheduler_config.h"
 
@@ -154,7 +155,7 @@ std::vector<GuideRow> CompareWithGuide(const BenchReport& report,
 // is noted.
 void WriteBenchReportPlots(const std::string& dir, const std::string& gnuplot, BenchReport* report);
 
-std::string BenchReportMarkdown(const BenchReport& report);
-std::string BenchReportJson(const BenchReport& report);
+// One table per section, in the report's order (report.md, report.json, report.csv).
+std::vector<ResultTable> BenchReportTables(const BenchReport& report);
 
 }  // namespace mogserve::bench

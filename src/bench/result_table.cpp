@@ -19,11 +19,18 @@ double AsDouble(const Cell& cell) {
   return std::get<double>(cell);
 }
 
+std::string Join(const std::vector<std::string>& parts, const char* separator) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : separator) + p;
+  return out;
+}
+
 // Markdown: numbers scaled and rounded, strings with '|' made harmless, empty as "-".
 std::string Show(const Cell& cell, int decimals, double scale, const std::string& suffix,
                  bool zero_as_dash) {
   if (std::holds_alternative<std::monostate>(cell)) return "-";
   if (const bool* b = std::get_if<bool>(&cell)) return *b ? "yes" : "no";
+  if (const auto* list = std::get_if<std::vector<std::string>>(&cell)) return Join(*list, ", ");
   if (const std::string* s = std::get_if<std::string>(&cell)) {
     std::string out = *s;
     for (char& c : out) {
@@ -48,18 +55,35 @@ json ToJsonValue(const Cell& cell) {
   if (const int64_t* i = std::get_if<int64_t>(&cell)) return *i;
   if (const double* d = std::get_if<double>(&cell)) return *d;
   if (const std::string* s = std::get_if<std::string>(&cell)) return *s;
+  if (const auto* list = std::get_if<std::vector<std::string>>(&cell)) return *list;
   return std::get<bool>(cell);
 }
 
-// Sets `key` (dotted = nested objects) in `object`.
-void SetDotted(json& object, const std::string& key, json value) {
+// The object at `key` (dotted = nested objects) in `object`, created when missing.
+json& Dotted(json& object, const std::string& key) {
   json* at = &object;
   size_t begin = 0;
   for (size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', begin)) {
     at = &(*at)[key.substr(begin, dot - begin)];
     begin = dot + 1;
   }
-  (*at)[key.substr(begin)] = std::move(value);
+  return (*at)[key.substr(begin)];
+}
+
+// Adds `from`'s keys to `into`, merging objects present in both (tables may share a parent key).
+void MergeInto(json& into, const json& from) {
+  for (auto it = from.begin(); it != from.end(); ++it) {
+    if (it->is_object() && into.contains(it.key()) && into[it.key()].is_object()) {
+      MergeInto(into[it.key()], *it);
+    } else {
+      into[it.key()] = *it;
+    }
+  }
+}
+
+// Sets `key` (dotted = nested objects) in `object`.
+void SetDotted(json& object, const std::string& key, json value) {
+  Dotted(object, key) = std::move(value);
 }
 
 // The row's cells of columns [begin, end) that JSON shows, as one object.
@@ -100,7 +124,7 @@ json TableJson(const ResultTable& t) {
       SetDotted(j, f.key, ToJsonValue(f.value));
     }
   }
-  if (!t.rows_key.empty()) j[t.rows_key] = RowsJson(t);
+  if (!t.rows_key.empty()) SetDotted(j, t.rows_key, RowsJson(t));
   return j;
 }
 
@@ -114,6 +138,9 @@ std::string CsvQuoted(const std::string& s) {
 std::string CsvCell(const Cell& cell) {
   if (std::holds_alternative<std::monostate>(cell)) return "";
   if (const std::string* s = std::get_if<std::string>(&cell)) return CsvQuoted(*s);
+  if (const auto* list = std::get_if<std::vector<std::string>>(&cell)) {
+    return CsvQuoted(Join(*list, ";"));
+  }
   return ToJsonValue(cell).dump();  // shortest round-trip numbers, true / false
 }
 
@@ -223,11 +250,7 @@ std::string Print(const std::vector<ResultTable>& tables, Format format) {
     json merged = json::object();
     for (const ResultTable& t : tables) {
       json j = TableJson(t);
-      if (!t.json_key.empty()) {
-        SetDotted(merged, t.json_key, std::move(j));
-      } else {
-        merged.update(j);
-      }
+      MergeInto(t.json_key.empty() ? merged : Dotted(merged, t.json_key), j);
     }
     return merged.dump(2) + "\n";
   }

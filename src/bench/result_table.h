@@ -14,9 +14,11 @@
 
 namespace mogserve::bench {
 
-// Empty (printed "-" in Markdown, left out of JSON, nothing in CSV), an integer, a number, a string
-// or a flag.
-using Cell = std::variant<std::monostate, int64_t, double, std::string, bool>;
+// Empty (printed "-" in Markdown, left out of JSON, nothing in CSV), an integer, a number, a
+// string, a flag, or a list of strings (", "-joined in Markdown, an array in JSON, ";"-joined in
+// CSV).
+using Cell =
+    std::variant<std::monostate, int64_t, double, std::string, bool, std::vector<std::string>>;
 
 // Which printers show a column or a field.
 enum Shown : unsigned { kInMarkdown = 1, kInJson = 2, kInCsv = 4, kEverywhere = 7 };
@@ -69,7 +71,7 @@ struct ResultTable {
   std::vector<std::vector<Cell>> rows;  // one cell per column, in column order
   std::vector<std::string> notes;       // Markdown paragraphs after the table
   std::string rows_key = "rows";        // the JSON key of the row array; empty = no rows in JSON
-  // JSON: when > 0, consecutive rows with the same first `group_columns` cells are one object
+  // rows_key may be dotted, as keys are. JSON: when > 0, consecutive rows with the same first `group_columns` cells are one object
   // of those cells and nest_key: [ {the other columns} ] ("searches": [{"scheduler", "points":
   // [...]}]).
   size_t group_columns = 0;

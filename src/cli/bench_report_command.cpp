@@ -101,16 +101,17 @@ int RunBenchReport(const BenchReportFlags& flags, const CLI::App& app) {
   bench::WriteBenchReportPlots(flags.out, options->gnuplot, &*report);
   if (!report->plots_generated) std::cerr << "note: " << report->plots_note << "\n";
   const std::filesystem::path dir(flags.out);
-  for (const auto& [name, text] :
-       {std::pair{std::string("report.md"), bench::BenchReportMarkdown(*report)},
-        std::pair{std::string("report.json"), bench::BenchReportJson(*report)}}) {
-    if (Status s = WriteTextFile((dir / name).string(), text); !s.ok()) {
+  const std::vector<bench::ResultTable> tables = bench::BenchReportTables(*report);
+  for (const auto& [name, format] : {std::pair{"report.md", bench::Format::kMarkdown},
+                                     std::pair{"report.json", bench::Format::kJson},
+                                     std::pair{"report.csv", bench::Format::kCsv}}) {
+    if (Status s = WriteTextFile((dir / name).string(), bench::Print(tables, format)); !s.ok()) {
       std::cerr << "error: " << s.message() << "\n";
       return kExitFatal;
     }
   }
   std::cout << "wrote " << (dir / "report.md").string() << ", " << (dir / "report.json").string()
-            << " and " << report->plot_files.size() << " plot file(s)\n";
+            << ", " << (dir / "report.csv").string() << " and " << report->plot_files.size() << " plot file(s)\n";
   return kExitOk;
 }
 

@@ -98,13 +98,13 @@ TEST(BenchReportOutput, MissingSectionsAreNotMeasuredRatherThanZeroRatios) {
 TEST(BenchReportOutput, MarkdownHasEverySectionAndJsonParses) {
   BenchReport r = HandBuilt();
   r.guide = CompareWithGuide(r, Claims());
-  const std::string md = BenchReportMarkdown(r);
+  const std::string md = Print(BenchReportTables(r), Format::kMarkdown);
   for (const char* s : {"## 1.", "## 2.", "## 3.", "## 4.", "## 5.", "## 6.",
                         "## Original deployment guide (GPU) vs measured here", "Plots skipped",
                         "| bf16 | 3 |", "2.00x", "`mogserve bench report --quick`"}) {
     EXPECT_NE(md.find(s), std::string::npos) << s << "\n" << md;
   }
-  const nlohmann::json j = nlohmann::json::parse(BenchReportJson(r));
+  const nlohmann::json j = nlohmann::json::parse(Print(BenchReportTables(r), Format::kJson));
   EXPECT_EQ(j["single_image"].size(), 2u);
   EXPECT_EQ(j["batch_sizes"][1]["speedup_vs_batch1"].get<double>(), 5.0);
   EXPECT_EQ(j["traditional_vs_optimised"]["rows"].size(), 4u);
