@@ -47,14 +47,7 @@ Status RunSsdVariant(const Variant& v, const EngineBenchOptions& options,
     row.precision = engine->info().precision;
     row.batch = batch;
     row.macs_per_image = report.macs_per_image;
-    engine->ResetPeakMemory();
-    row.memory_baseline_bytes = engine->Memory().in_use_bytes;
-    MOGSERVE_ASSIGN_OR_RETURN(
-        std::vector<double> samples,
-        TimeForward(*engine, BatchOf(canvases, batch, side, side), options.warmup,
-                    options.min_iterations, options.min_seconds));
-    row.memory_peak_bytes = engine->Memory().peak_in_use_bytes;
-    FillRowRates(std::move(samples), report.peak_gflops, row);
+    MOGSERVE_RETURN_IF_ERROR(TimeRow(*engine, canvases, options, report.peak_gflops, row));
     std::fprintf(stderr, "  %-34s batch %2d: %8.2f ms/batch  %7.2f ms/img  %6.1f GFLOP/s\n", v.name,
                  batch, row.batch_latency.mean_ms, row.ms_per_image, row.gflops);
     report.rows.push_back(row);
@@ -122,17 +115,18 @@ StatusOr<EngineBenchReport> RunSsdBench(const EngineBenchOptions& options) {
   return report;
 }
 
-// The latency columns, under `prefix` ("" or "reference.").
-void AddLatencyColumns(ResultTable& t, const std::string& prefix, unsigned median_shown) {
+// The latency columns, under `prefix` ("" or "reference."): JSON and CSV always; Markdown only
+// the row's own (not the reference's), median and std where `median_md` says.
+void AddLatencyColumns(ResultTable& t, const std::string& prefix, unsigned median_md) {
   const unsigned data = kInJson | kInCsv;
-  const unsigned md = prefix.empty() ? kEverywhere : data;
+  const unsigned md = prefix.empty() ? unsigned{kInMarkdown} : 0u;
   const int decimals = prefix.empty() ? 2 : 1;
   t.AddColumn({prefix + "iterations", "", 0, 1, "", false, data})
-      .AddColumn({prefix + "mean_ms", "mean ms", decimals, 1, "", false, md})
-      .AddColumn({prefix + "median_ms", "median", decimals, 1, "", false, median_shown & md})
-      .AddColumn({prefix + "min_ms", "min", decimals, 1, "", false, md})
-      .AddColumn({prefix + "max_ms", "max", decimals, 1, "", false, md})
-      .AddColumn({prefix + "stddev_ms", "std", decimals, 1, "", false, median_shown & md});
+      .AddColumn({prefix + "mean_ms", "mean ms", decimals, 1, "", false, data | md})
+      .AddColumn({prefix + "median_ms", "median", decimals, 1, "", false, data | (md & median_md)})
+      .AddColumn({prefix + "min_ms", "min", decimals, 1, "", false, data | md})
+      .AddColumn({prefix + "max_ms", "max", decimals, 1, "", false, data | md})
+      .AddColumn({prefix + "stddev_ms", "std", decimals, 1, "", false, data | (md & median_md)});
 }
 
 void AppendLatency(std::vector<Cell>& row, const LatencyStats& s) {
@@ -140,6 +134,19 @@ void AppendLatency(std::vector<Cell>& row, const LatencyStats& s) {
 }
 
 }  // namespace
+
+Status TimeRow(engine::Engine& engine, const std::vector<std::vector<uint8_t>>& canvases,
+               const EngineBenchOptions& options, double peak_gflops, EngineBenchRow& row) {
+  engine.ResetPeakMemory();
+  row.memory_baseline_bytes = engine.Memory().in_use_bytes;
+  MOGSERVE_ASSIGN_OR_RETURN(
+      std::vector<double> samples,
+      TimeForward(engine, BatchOf(canvases, row.batch, row.size, row.size), options.warmup,
+                  options.min_iterations, options.min_seconds));
+  row.memory_peak_bytes = engine.Memory().peak_in_use_bytes;
+  FillRowRates(std::move(samples), peak_gflops, row);
+  return Status::Ok();
+}
 
 void FillRowRates(std::vector<double> samples_ms, double peak_gflops, EngineBenchRow& row) {
   row.batch_latency = Summarize(std::move(samples_ms));
@@ -213,7 +220,7 @@ std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& r) {
       .AddColumn({"size", "", 0, 1, "", false, mogface_md})
       .AddColumn({"precision"})
       .AddColumn({"batch"});
-  AddLatencyColumns(t, "", ssd_md);
+  AddLatencyColumns(t, "", mogface ? 0u : unsigned{kInMarkdown});
   t.AddColumn({"macs_per_image", "GMAC/image", 1, 1e-9, "", false, mogface_md})
       .AddColumn({"ms_per_image", "ms/image", mogface ? 1 : 2})
       .AddColumn({"images_per_s", "images/s", mogface ? 2 : 1})
@@ -222,7 +229,7 @@ std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& r) {
       .AddColumn({"fraction_of_peak", mogface ? "% of peak" : "% of its peak", 0, 100, "%"})
       .AddColumn({"memory_baseline_bytes", "model MiB", 0, 1.0 / (1 << 20), "", false, mogface_md})
       .AddColumn({"memory_peak_bytes", "peak MiB", 0, 1.0 / (1 << 20), "", false, mogface_md});
-  AddLatencyColumns(t, "reference.", 0);
+  AddLatencyColumns(t, "reference.", 0u);
   t.AddColumn({"reference.ms_per_image", "ref ms/image", 1, 1, "", false, mogface_md})
       .AddColumn({"reference.speedup", "× ref", 2, 1, "×", false, mogface_md})
       .AddColumn({"reference.fp32_ms_per_image", "", 1, 1, "", false, data})

@@ -103,14 +103,7 @@ Status RunEngineRows(const EngineBenchOptions& options, int size, engine::Precis
     row.precision = name;
     row.batch = batch;
     row.macs_per_image = static_cast<double>(engine->MacsPerImage(size, size));
-    engine->ResetPeakMemory();
-    row.memory_baseline_bytes = engine->Memory().in_use_bytes;
-    MOGSERVE_ASSIGN_OR_RETURN(
-        std::vector<double> samples,
-        TimeForward(*engine, BatchOf(canvases, batch, size, size), options.warmup,
-                    options.min_iterations, options.min_seconds));
-    row.memory_peak_bytes = engine->Memory().peak_in_use_bytes;
-    FillRowRates(std::move(samples), peak->gflops, row);
+    MOGSERVE_RETURN_IF_ERROR(TimeRow(*engine, canvases, options, peak->gflops, row));
     std::fprintf(stderr,
                  "  mogface %s %dx%d %s batch %d: %9.1f ms/batch %8.1f ms/img %6.1f GFLOP/s "
                  "(%.0f%% of peak), peak memory %.0f MiB\n",

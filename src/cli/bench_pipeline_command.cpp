@@ -46,6 +46,19 @@ int RunBenchPipeline(BenchPipelineFlags flags, const CLI::App& app) {
 
 }  // namespace
 
+StatusOr<ServeFlags> ParseServeArgs(const std::vector<std::string>& serve_args) {
+  ServeFlags flags;
+  CLI::App parser;
+  AddServeFlags(parser, flags);
+  try {
+    std::vector<std::string> args(serve_args.rbegin(), serve_args.rend());
+    parser.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return InvalidArgument(std::string("serve flags after --: ") + e.what());
+  }
+  return flags;
+}
+
 void AddPoliciesFlag(CLI::App& app, std::vector<scheduler::Policy>& policies) {
   std::string defaults;
   for (scheduler::Policy p : policies) {

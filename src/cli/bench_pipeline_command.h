@@ -1,9 +1,11 @@
-// `mogserve bench pipeline`: see bench/pipeline_bench.h.
+// `mogserve bench pipeline` (see bench/pipeline_bench.h), and the flag pieces the bench
+// commands share.
 #pragma once
 
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/serving_stack.h"
 #include "scheduler/scheduler_config.h"
 
 namespace mogserve::cli {
@@ -14,6 +16,10 @@ CommandRunner RegisterBenchPipelineCommand(CLI::App& bench_app);
 // --policies naive,dynamic,...: parsed straight into `policies` (whose value is the default); an
 // unknown name is a usage error naming the accepted ones. Shared by bench pipeline and report.
 void AddPoliciesFlag(CLI::App& app, std::vector<scheduler::Policy>& policies);
+
+// The `mogserve serve` flags given after `--` (bench serve, bench video), parsed as serve parses
+// them; InvalidArgument "serve flags after --: ..." otherwise.
+StatusOr<ServeFlags> ParseServeArgs(const std::vector<std::string>& serve_args);
 
 // The flags bench pipeline and bench report share, bound to their options' fields of the same
 // names (whose values are the defaults): --policies, the simulated engine (--sim-batch-ms,

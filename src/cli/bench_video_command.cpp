@@ -5,6 +5,7 @@
 
 #include "bench/engine_bench.h"
 #include "bench/video_bench.h"
+#include "cli/bench_pipeline_command.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
 #include "cli/serve_streams.h"
@@ -27,19 +28,6 @@ struct BenchVideoFlags {
 };
 
 #ifdef MOGSERVE_WITH_VIDEO
-
-StatusOr<ServeFlags> ParseServeArgs(const std::vector<std::string>& serve_args) {
-  ServeFlags flags;
-  CLI::App parser;
-  AddServeFlags(parser, flags);
-  try {
-    std::vector<std::string> args(serve_args.rbegin(), serve_args.rend());
-    parser.parse(args);
-  } catch (const CLI::ParseError& e) {
-    return InvalidArgument(std::string("serve flags after --: ") + e.what());
-  }
-  return flags;
-}
 
 std::string DescribeClip(const std::string& path, const video::ClipInfo& c) {
   char text[240];
