@@ -86,9 +86,8 @@ StatusOr<SingleImageRow> MeasureSingle(engine::Engine& engine, const Canvases& c
                                        const BenchReportOptions& o) {
   MOGSERVE_ASSIGN_OR_RETURN(
       std::vector<double> samples,
-      TimePasses(
-          engine, [&canvases](int pass) { return BatchFrom(canvases, pass, 1); },
-          {o.warmup, o.runs, 0, true}));
+      TimePasses(engine, [&canvases](int pass) { return BatchFrom(canvases, pass, 1); },
+                 {o.warmup, o.runs, 0, true}));
   SingleImageRow row;
   row.precision = engine.info().precision;
   row.latency = Summarize(std::move(samples));
@@ -286,16 +285,15 @@ Status PlanLoad(Setup* setup, const std::vector<image::Image>& pictures,
   std::fprintf(stderr, "%s", capacity.description.c_str());
   report->capacity_per_s = capacity.per_s;
   report->capacity_batch = capacity.batch;
-  report->naive_capacity_per_s =
-      capacity.batch1_per_s > 0 ? capacity.batch1_per_s : capacity.per_s;
+  report->naive_capacity_per_s = capacity.batch1_per_s > 0 ? capacity.batch1_per_s : capacity.per_s;
   report->knee_batch = capacity.knee_batch;
   char settings[400];
   std::snprintf(settings, sizeof(settings),
                 "%s precision; max batch %d, capped at %d by the throughput knee (%.2f); max "
                 "delay %.1f ms; 1 pre / 1 post thread; load points %s (first 20%% warm-up); "
                 "streams %.1f s per count",
-                report->load_precision.c_str(), o.max_batch_size, capacity.knee_batch,
-                o.batch_knee, o.max_delay_ms,
+                report->load_precision.c_str(), o.max_batch_size, capacity.knee_batch, o.batch_knee,
+                o.max_delay_ms,
                 o.seconds > 0 ? (std::to_string(o.seconds).substr(0, 5) + " s each").c_str()
                               : ("long enough for " + std::to_string(o.min_requests) +
                                  " requests, within " + std::to_string(o.min_seconds).substr(0, 4) +
@@ -312,8 +310,8 @@ Status PlanLoad(Setup* setup, const std::vector<image::Image>& pictures,
 Status CompareNaiveAndContinuous(const Setup& setup, const BenchReportOptions& o,
                                  BenchReport* report) {
   for (scheduler::Policy policy : {scheduler::Policy::kNaive, scheduler::Policy::kContinuous}) {
-    const double expected = policy == scheduler::Policy::kNaive ? report->naive_capacity_per_s
-                                                                : report->capacity_per_s;
+    const double expected =
+        policy == scheduler::Policy::kNaive ? report->naive_capacity_per_s : report->capacity_per_s;
     MOGSERVE_ASSIGN_OR_RETURN(PipelineBenchRow closed,
                               ClosedLoop(setup, policy, o.clients, PointSeconds(o, expected)));
     std::fprintf(stderr, "3. %-10s closed, %d clients: %.1f images/s, p99 %.1f ms\n",
@@ -325,7 +323,8 @@ Status CompareNaiveAndContinuous(const Setup& setup, const BenchReportOptions& o
   }
   // A closed loop that completed nothing in its window (a very slow engine and short points)
   // leaves the warm-up's estimates.
-  if (report->naive_pipeline_per_s <= 0) report->naive_pipeline_per_s = report->naive_capacity_per_s;
+  if (report->naive_pipeline_per_s <= 0)
+    report->naive_pipeline_per_s = report->naive_capacity_per_s;
   if (report->pipeline_capacity_per_s <= 0) {
     report->pipeline_capacity_per_s = report->capacity_per_s;
   }
@@ -365,11 +364,10 @@ Status SweepLoads(const Setup& setup, const BenchReportOptions& o, BenchReport* 
 Status SearchStreams(const Setup& setup, const BenchReportOptions& o, BenchReport* report) {
   const StreamOptions stream_options;
   const int max_streams =
-      o.max_streams > 0
-          ? o.max_streams
-          : std::min(64, static_cast<int>(std::ceil(report->pipeline_capacity_per_s /
-                                                    stream_options.fps)) +
-                             1);
+      o.max_streams > 0 ? o.max_streams
+                        : std::min(64, static_cast<int>(std::ceil(report->pipeline_capacity_per_s /
+                                                                  stream_options.fps)) +
+                                           1);
   const double stream_seconds = o.seconds > 0 ? o.seconds : o.stream_seconds;
   for (scheduler::Policy policy : o.policies) {
     StreamSearch search;
@@ -402,8 +400,7 @@ StatusOr<BenchReport> RunBenchReport(const BenchReportOptions& o) {
   report.command = o.command;
   report.simulated = o.simulate;
   report.quick = o.quick;
-  MOGSERVE_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<engine::Engine>> engines,
-                            CreateEngines(o));
+  MOGSERVE_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<engine::Engine>> engines, CreateEngines(o));
   const engine::EngineInfo& info = engines[0]->info();
   report.engine = o.simulate ? info.model : info.Describe();
   report.canvas_side = o.simulate ? 512 : info.fixed_side > 0 ? info.fixed_side : o.mogface_size;

@@ -60,7 +60,7 @@ struct BenchReportOptions {
   std::string command;              // the command line, for section 6
   // The guide's claims (LoadGuideClaims), compared with the sections' results.
   std::vector<GuideClaim> guide_claims;
-  bool quick = false;               // only reported
+  bool quick = false;  // only reported
 };
 
 struct SingleImageRow {

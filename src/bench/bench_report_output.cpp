@@ -169,7 +169,6 @@ Plot StreamsPlot(const BenchReport& r) {
   return p;
 }
 
-
 }  // namespace
 
 namespace {
@@ -212,8 +211,8 @@ void MeasureThroughput(const BenchReport& r, GuideRow& g) {
   const PipelineBenchRow* naive = FindComparison(r, "naive", "closed");
   const PipelineBenchRow* cont = FindComparison(r, "continuous", "closed");
   if (naive && cont && naive->throughput_per_s > 0) {
-    g.measured = Format("%.1f → %.1f images/s (closed loop, %.0f clients)",
-                        naive->throughput_per_s, cont->throughput_per_s, naive->concurrency);
+    g.measured = Format("%.1f → %.1f images/s (closed loop, %.0f clients)", naive->throughput_per_s,
+                        cont->throughput_per_s, naive->concurrency);
     g.measured_ratio = cont->throughput_per_s / naive->throughput_per_s;
   }
 }
@@ -280,9 +279,12 @@ std::vector<GuideRow> CompareWithGuide(const BenchReport& r,
                                        const std::vector<GuideClaim>& claims) {
   using Measure = void (*)(const BenchReport&, GuideRow&);
   static const std::map<std::string, Measure> kMeasures = {
-      {"reduced_precision", MeasureReducedPrecision}, {"batch_per_image", MeasureBatchPerImage},
-      {"throughput", MeasureThroughput},              {"utilisation", MeasureUtilisation},
-      {"peak_memory", MeasurePeakMemory},             {"video_streams", MeasureVideoStreams},
+      {"reduced_precision", MeasureReducedPrecision},
+      {"batch_per_image", MeasureBatchPerImage},
+      {"throughput", MeasureThroughput},
+      {"utilisation", MeasureUtilisation},
+      {"peak_memory", MeasurePeakMemory},
+      {"video_streams", MeasureVideoStreams},
       {"latency_stddev", MeasureLatencyStddev}};
   std::vector<GuideRow> rows;
   for (const GuideClaim& c : claims) {

@@ -32,8 +32,8 @@ void AddLatencyColumns(ResultTable& t, unsigned mean_md, unsigned median_md, uns
 }
 
 void AppendLatency(std::vector<Cell>& row, const LatencyStats& l) {
-  row.insert(row.end(), {int64_t{l.count}, l.mean_ms, l.median_ms, l.min_ms, l.max_ms,
-                         l.stddev_ms, l.p90_ms, l.p95_ms, l.p99_ms});
+  row.insert(row.end(), {int64_t{l.count}, l.mean_ms, l.median_ms, l.min_ms, l.max_ms, l.stddev_ms,
+                         l.p90_ms, l.p95_ms, l.p99_ms});
 }
 
 ResultTable Header(const BenchReport& r) {
@@ -48,8 +48,8 @@ ResultTable Header(const BenchReport& r) {
                  kInMarkdown})
       .AddField({"engine", "", r.engine, 1, kInJson})
       .AddField({"images", "Pictures", r.images})
-      .AddField({"mode", "Mode", r.quick ? "quick (fewer runs, shorter points)" : "full", 1,
-                 kInMarkdown})
+      .AddField(
+          {"mode", "Mode", r.quick ? "quick (fewer runs, shorter points)" : "full", 1, kInMarkdown})
       .AddField({"simulated", "", r.simulated, 1, kInJson})
       .AddField({"quick", "", r.quick, 1, kInJson})
       .AddField({"canvas_side", "", int64_t{r.canvas_side}, 1, kInJson})
@@ -136,12 +136,17 @@ ResultTable LoadPoints(const std::vector<PipelineBenchRow>& rows, bool compariso
       .AddColumn({"peak_rss_bytes", "peak RSS MiB", 1, kMiB, "", false, kData | s3})
       .AddColumn({"rejected_shown", "rejected", 0, 1, "", false, kInMarkdown});
   for (const PipelineBenchRow& row : rows) {
-    std::vector<Cell> cells = {row.policy, row.mode,
-                               row.mode == "closed" ? std::to_string(row.concurrency)
-                                                    : Printf("%.1f", row.offered_per_s),
-                               int64_t{row.concurrency}, row.load, row.offered_per_s,
-                               row.window_s, int64_t{row.done}, int64_t{row.rejected},
-                               row.throughput_per_s};
+    std::vector<Cell> cells = {
+        row.policy,
+        row.mode,
+        row.mode == "closed" ? std::to_string(row.concurrency) : Printf("%.1f", row.offered_per_s),
+        int64_t{row.concurrency},
+        row.load,
+        row.offered_per_s,
+        row.window_s,
+        int64_t{row.done},
+        int64_t{row.rejected},
+        row.throughput_per_s};
     AppendLatency(cells, row.latency);
     cells.insert(cells.end(), {row.mean_batch_size, row.busy_ratio, int64_t{row.engine_peak_bytes},
                                int64_t{row.peak_rss_bytes}, int64_t{row.rejected}});
@@ -162,8 +167,8 @@ ResultTable Comparison(const BenchReport& r) {
       "policies.",
       r.comparison_offered_per_s);
   t.rows_key = "traditional_vs_optimised.rows";
-  t.AddField({"traditional_vs_optimised.offered_per_s", "", r.comparison_offered_per_s, 1,
-              kInJson});
+  t.AddField(
+      {"traditional_vs_optimised.offered_per_s", "", r.comparison_offered_per_s, 1, kInJson});
   return t;
 }
 
@@ -214,11 +219,16 @@ ResultTable StreamPoints(const BenchReport& r) {
       .AddColumn({"all_realtime", "", 0, 1, "", false, kData});
   for (const StreamSearch& s : r.streams) {
     for (const StreamPoint& p : s.tried) {
-      std::vector<Cell> row = {s.policy,        int64_t{s.max_realtime_streams},
-                               int64_t{p.streams}, p.seconds,
-                               int64_t{p.frames}, int64_t{p.answered},
-                               int64_t{p.in_time}, int64_t{p.late},
-                               int64_t{p.superseded}, int64_t{p.rejected},
+      std::vector<Cell> row = {s.policy,
+                               int64_t{s.max_realtime_streams},
+                               int64_t{p.streams},
+                               p.seconds,
+                               int64_t{p.frames},
+                               int64_t{p.answered},
+                               int64_t{p.in_time},
+                               int64_t{p.late},
+                               int64_t{p.superseded},
+                               int64_t{p.rejected},
                                int64_t{p.failed}};
       AppendLatency(row, p.latency);
       row.insert(row.end(), {int64_t{p.realtime_streams}, p.all_realtime});
@@ -234,12 +244,12 @@ ResultTable Machine(const BenchReport& r) {
   ResultTable t;
   t.title = "6. Machine";
   t.rows_key.clear();
-  t.AddField({"machine.cpu", "CPU", m.cpu + ", " + std::to_string(m.cores) + " cores", 1,
-              kInMarkdown})
+  t.AddField(
+       {"machine.cpu", "CPU", m.cpu + ", " + std::to_string(m.cores) + " cores", 1, kInMarkdown})
       .AddField({"machine.cpu", "", m.cpu, 1, kInJson})
       .AddField({"machine.cores", "", int64_t{m.cores}, 1, kInJson})
-      .AddField({"machine.memory", "Memory", Printf("%.1f GiB", m.memory_bytes / 1073741824.0),
-                 1, kInMarkdown})
+      .AddField({"machine.memory", "Memory", Printf("%.1f GiB", m.memory_bytes / 1073741824.0), 1,
+                 kInMarkdown})
       .AddField({"machine.memory_bytes", "", int64_t{m.memory_bytes}, 1, kInJson})
       .AddField({"machine.gpu", "GPU", m.gpu})
       .AddField({"machine.torch", "Libraries", m.torch_version})
@@ -293,7 +303,7 @@ ResultTable Plots(const BenchReport& r) {
 }  // namespace
 
 std::vector<ResultTable> BenchReportTables(const BenchReport& r) {
-  return {Header(r),       SingleImage(r),  BatchSizes(r), Comparison(r), Curve(r),
+  return {Header(r),        SingleImage(r),  BatchSizes(r), Comparison(r), Curve(r),
           StreamSummary(r), StreamPoints(r), Machine(r),    Guide(r),      Plots(r)};
 }
 

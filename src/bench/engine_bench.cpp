@@ -130,7 +130,8 @@ void AddLatencyColumns(ResultTable& t, const std::string& prefix, unsigned media
 }
 
 void AppendLatency(std::vector<Cell>& row, const LatencyStats& s) {
-  row.insert(row.end(), {int64_t{s.count}, s.mean_ms, s.median_ms, s.min_ms, s.max_ms, s.stddev_ms});
+  row.insert(row.end(),
+             {int64_t{s.count}, s.mean_ms, s.median_ms, s.min_ms, s.max_ms, s.stddev_ms});
 }
 
 }  // namespace
@@ -187,7 +188,8 @@ std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& r) {
                 "Measured 3x3-conv peak, " + p.precision + ", GFLOP/s (int8: GOP/s)", p.gflops});
     t.AddField({"peaks." + p.precision + ".batch", "", int64_t{p.batch}});
   }
-  t.AddField({"peak_gflops", "", r.peak_gflops}).AddField({"peak_batch", "", int64_t{r.peak_batch}});
+  t.AddField({"peak_gflops", "", r.peak_gflops})
+      .AddField({"peak_batch", "", int64_t{r.peak_batch}});
   if (mogface) {
     t.AddField({"reference_measured", "", r.reference_measured})
         .AddField({"reference", "Reference", r.reference})
@@ -200,8 +202,7 @@ std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& r) {
       std::snprintf(note, sizeof(note),
                     "Against the eager FP32 reference (mean pass times): FP32 %.2f×–%.2f× "
                     "(target ≥ 1.3×), BF16 %.2f×–%.2f× (target ≥ 2.5×)",
-                    r.fp32_speedup_min, r.fp32_speedup_max, r.bf16_speedup_min,
-                    r.bf16_speedup_max);
+                    r.fp32_speedup_min, r.fp32_speedup_max, r.bf16_speedup_min, r.bf16_speedup_max);
       t.notes.push_back(note);
     }
   } else {

@@ -62,8 +62,8 @@ StatusOr<std::vector<double>> TimePasses(engine::Engine& engine, const BatchForP
 
 StatusOr<std::vector<double>> TimeForward(engine::Engine& engine, const engine::CanvasBatch& batch,
                                           int warmup, int min_iterations, double min_seconds) {
-  return TimePasses(
-      engine, [&batch](int) { return batch; }, {warmup, min_iterations, min_seconds, false});
+  return TimePasses(engine, [&batch](int) { return batch; },
+                    {warmup, min_iterations, min_seconds, false});
 }
 
 }  // namespace mogserve::bench

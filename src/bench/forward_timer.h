@@ -18,9 +18,9 @@ engine::CanvasBatch BatchOf(const std::vector<std::vector<uint8_t>>& canvases, i
                             int height);
 
 struct PassTiming {
-  int warmup = 0;           // untimed passes first
-  int min_iterations = 1;   // timed passes, at least
-  double min_seconds = 0;   // ... and at least this long
+  int warmup = 0;            // untimed passes first
+  int min_iterations = 1;    // timed passes, at least
+  double min_seconds = 0;    // ... and at least this long
   bool postprocess = false;  // also Postprocess every row (the batch needs its geometry)
 };
 

@@ -8,10 +8,9 @@
 namespace mogserve::bench {
 
 const std::vector<std::string>& KnownGuideClaimIds() {
-  static const std::vector<std::string> ids = {"reduced_precision", "batch_per_image",
-                                               "throughput",        "utilisation",
-                                               "peak_memory",       "video_streams",
-                                               "latency_stddev"};
+  static const std::vector<std::string> ids = {
+      "reduced_precision", "batch_per_image", "throughput",    "utilisation",
+      "peak_memory",       "video_streams",   "latency_stddev"};
   return ids;
 }
 
@@ -32,8 +31,8 @@ std::string Known() {
 StatusOr<GuideClaim> ParseClaim(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) return InvalidArgument(where + ": expected an object");
   GuideClaim c;
-  for (auto [key, out] : {std::pair{"id", &c.id}, std::pair{"claim", &c.claim},
-                          std::pair{"guide", &c.guide}}) {
+  for (auto [key, out] :
+       {std::pair{"id", &c.id}, std::pair{"claim", &c.claim}, std::pair{"guide", &c.guide}}) {
     if (!j.contains(key) || !j[key].is_string() || j[key].get<std::string>().empty()) {
       return InvalidArgument(where + ": \"" + key + "\" must be a non-empty string");
     }
@@ -72,7 +71,8 @@ StatusOr<std::vector<GuideClaim>> LoadGuideClaims(const std::string& path) {
         "to the build (see --guide-claims)");
   }
   StatusOr<std::vector<uint8_t>> bytes = ReadFileBytes(path);
-  if (!bytes.ok()) return Status(bytes.status().code(), "the guide's claims: " + bytes.status().message());
+  if (!bytes.ok())
+    return Status(bytes.status().code(), "the guide's claims: " + bytes.status().message());
   const nlohmann::json j = nlohmann::json::parse(bytes->begin(), bytes->end(), nullptr, false);
   if (j.is_discarded()) return InvalidArgument(path + ": not valid JSON");
   if (!j.contains("claims") || !j["claims"].is_array()) {

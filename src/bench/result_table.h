@@ -71,8 +71,9 @@ struct ResultTable {
   std::vector<std::vector<Cell>> rows;  // one cell per column, in column order
   std::vector<std::string> notes;       // Markdown paragraphs after the table
   std::string rows_key = "rows";        // the JSON key of the row array; empty = no rows in JSON
-  // rows_key may be dotted, as keys are. JSON: when > 0, consecutive rows with the same first `group_columns` cells are one object
-  // of those cells and nest_key: [ {the other columns} ] ("searches": [{"scheduler", "points":
+  // rows_key may be dotted, as keys are. JSON: when > 0, consecutive rows with the same first
+  // `group_columns` cells are one object of those cells and nest_key: [ {the other columns} ]
+  // ("searches": [{"scheduler", "points":
   // [...]}]).
   size_t group_columns = 0;
   std::string nest_key;

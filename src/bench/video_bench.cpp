@@ -380,11 +380,10 @@ ResultTable VideoSummaryTable(const VideoBenchReport& r) {
     t.AddRow({s.scheduler, s.detect_fps,
               s.detect_fps > 0 ? Cell{std::to_string(static_cast<int>(s.detect_fps))}
                                : Cell{std::string("all (25)")},
-              int64_t{s.max_realtime_streams},
-              "**" + std::to_string(s.max_realtime_streams) + "**", shown->detected_per_s,
-              shown->latency.median_ms, shown->latency.p99_ms, shown->mean_batch_size,
-              shown->busy_ratio, shown->decode_cpu_ms_per_frame, shown->decode_cores,
-              shown->process_cores});
+              int64_t{s.max_realtime_streams}, "**" + std::to_string(s.max_realtime_streams) + "**",
+              shown->detected_per_s, shown->latency.median_ms, shown->latency.p99_ms,
+              shown->mean_batch_size, shown->busy_ratio, shown->decode_cpu_ms_per_frame,
+              shown->decode_cores, shown->process_cores});
   }
   t.notes.push_back("Figures are those of the largest real-time point (of N = 1 when none was).");
   return t;
@@ -428,14 +427,33 @@ ResultTable VideoPointsTable(const VideoBenchReport& r) {
       .AddColumn({"failure", "why missed"});
   for (const VideoSearch& s : r.searches) {
     for (const VideoPoint& p : s.points) {
-      t.AddRow({s.scheduler, s.detect_fps, int64_t{s.max_realtime_streams}, int64_t{p.streams},
-                p.window_s, std::to_string(p.realtime_streams) + "/" + std::to_string(p.streams),
-                int64_t{p.sent}, int64_t{p.decoded}, int64_t{p.dropped_catchup},
-                int64_t{p.sampled_out}, int64_t{p.submitted}, int64_t{p.in_time}, int64_t{p.late},
-                int64_t{p.superseded}, int64_t{p.expired}, int64_t{p.realtime_streams},
-                p.all_realtime, p.detected_per_s, p.latency.median_ms, p.latency.p95_ms,
-                p.latency.p99_ms, p.mean_batch_size, p.busy_ratio, p.decode_cpu_ms_per_frame,
-                p.decode_cores, p.process_cores, p.failure});
+      t.AddRow({s.scheduler,
+                s.detect_fps,
+                int64_t{s.max_realtime_streams},
+                int64_t{p.streams},
+                p.window_s,
+                std::to_string(p.realtime_streams) + "/" + std::to_string(p.streams),
+                int64_t{p.sent},
+                int64_t{p.decoded},
+                int64_t{p.dropped_catchup},
+                int64_t{p.sampled_out},
+                int64_t{p.submitted},
+                int64_t{p.in_time},
+                int64_t{p.late},
+                int64_t{p.superseded},
+                int64_t{p.expired},
+                int64_t{p.realtime_streams},
+                p.all_realtime,
+                p.detected_per_s,
+                p.latency.median_ms,
+                p.latency.p95_ms,
+                p.latency.p99_ms,
+                p.mean_batch_size,
+                p.busy_ratio,
+                p.decode_cpu_ms_per_frame,
+                p.decode_cores,
+                p.process_cores,
+                p.failure});
     }
   }
   return t;

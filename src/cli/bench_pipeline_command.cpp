@@ -86,23 +86,16 @@ CommandRunner RegisterBenchPipelineCommand(CLI::App& bench_app) {
       "Scheduler + pipeline under load (in-process): closed and open loop per batching policy");
   AddEngineFlags(*app, flags->engine);
   AddSchedulerBenchFlags(*app, flags->options);
-  app->add_option("--concurrency", flags->options.concurrency, "Closed-loop client counts")
-      ->delimiter(',')
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  app->add_option("--loads", flags->options.loads, "Open-loop offered loads, as fractions of capacity")
-      ->delimiter(',')
-      ->check(CLI::Range(0.01, 10.0))
-      ->capture_default_str();
-  app->add_option("--seconds", flags->options.seconds, "Seconds per point (first 20% is warm-up)")
-      ->check(CLI::Range(0.1, 3600.0))
-      ->capture_default_str();
-  app->add_option("--instances", flags->options.instances, "Engine instances (one worker thread each)")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-  app->add_option("--preprocess-threads", flags->options.preprocess_threads, "Pre-processing threads")
-      ->check(CLI::Range(0, 64))
-      ->capture_default_str();
+  AddBoundedList(*app, "--concurrency", flags->options.concurrency, "Closed-loop client counts", 1,
+                 1024);
+  AddBoundedList(*app, "--loads", flags->options.loads,
+                 "Open-loop offered loads, as fractions of capacity", 0.01, 10.0);
+  AddBounded(*app, "--seconds", flags->options.seconds, "Seconds per point (first 20% is warm-up)",
+             0.1, 3600.0);
+  AddBounded(*app, "--instances", flags->options.instances,
+             "Engine instances (one worker thread each)", 1, 64);
+  AddBounded(*app, "--preprocess-threads", flags->options.preprocess_threads,
+             "Pre-processing threads", 0, 64);
   app->add_flag("--real", flags->options.real_engine,
                 "Run the real model (--model ...) instead of the simulation");
   app->add_flag("--quick", flags->quick,

@@ -2,6 +2,7 @@
 // commands share.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "cli/commands.h"
@@ -16,6 +17,20 @@ CommandRunner RegisterBenchPipelineCommand(CLI::App& bench_app);
 // --policies naive,dynamic,...: parsed straight into `policies` (whose value is the default); an
 // unknown name is a usage error naming the accepted ones. Shared by bench pipeline and report.
 void AddPoliciesFlag(CLI::App& app, std::vector<scheduler::Policy>& policies);
+
+// --NAME bound to `value`, whose value is the default shown, within [lo, hi].
+template <typename T, typename Bound>
+CLI::Option* AddBounded(CLI::App& app, const std::string& name, T& value, const std::string& help,
+                        Bound lo, Bound hi) {
+  return app.add_option(name, value, help)->check(CLI::Range(lo, hi))->capture_default_str();
+}
+
+// The same for a comma-separated list, each item within [lo, hi].
+template <typename T, typename Bound>
+CLI::Option* AddBoundedList(CLI::App& app, const std::string& name, std::vector<T>& values,
+                            const std::string& help, Bound lo, Bound hi) {
+  return AddBounded(app, name, values, help, lo, hi)->delimiter(',');
+}
 
 // The `mogserve serve` flags given after `--` (bench serve, bench video), parsed as serve parses
 // them; InvalidArgument "serve flags after --: ..." otherwise.

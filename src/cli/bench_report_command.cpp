@@ -111,7 +111,8 @@ int RunBenchReport(const BenchReportFlags& flags, const CLI::App& app) {
     }
   }
   std::cout << "wrote " << (dir / "report.md").string() << ", " << (dir / "report.json").string()
-            << ", " << (dir / "report.csv").string() << " and " << report->plot_files.size() << " plot file(s)\n";
+            << ", " << (dir / "report.csv").string() << " and " << report->plot_files.size()
+            << " plot file(s)\n";
   return kExitOk;
 }
 
@@ -136,39 +137,28 @@ CommandRunner RegisterBenchReportCommand(CLI::App& bench_app) {
                   "Precisions of sections 1-2: fp32, bf16, fp16 (default: --precision if given, "
                   "else SSD fp32, MogFace fp32,bf16)")
       ->delimiter(',');
-  app->add_option("--size", flags->options.mogface_size, "MogFace: square canvas side, a multiple of 32")
-      ->check(CLI::Range(32, 4096))
-      ->capture_default_str();
+  AddBounded(*app, "--size", flags->options.mogface_size,
+             "MogFace: square canvas side, a multiple of 32", 32, 4096);
   app->add_option("--images-dir", flags->options.images_dir,
                   "Photos to measure with (default: tests/data/photos in the working directory "
                   "or next to the build; random canvases when none)");
-  app->add_option("--runs", flags->options.runs, "Timed single-image runs per precision (quick: 30)")
-      ->check(CLI::Range(1, 1000000))
-      ->capture_default_str();
-  app->add_option("--warmup", flags->options.warmup, "Untimed single-image runs first (quick: 2)")
-      ->check(CLI::Range(0, 10000))
-      ->capture_default_str();
-  app->add_option("--batch-sizes", flags->options.batch_sizes, "Batch sizes of section 2")
-      ->delimiter(',')
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
-  app->add_option("--images", flags->options.images, "Images per batch-size row (quick: 32)")
-      ->check(CLI::Range(1, 1000000))
-      ->capture_default_str();
-  app->add_option("--loads", flags->options.loads,
-                  "Section 4 offered loads, as fractions of the pipeline's capacity (the best "
-                  "closed-loop throughput of section 3; quick: 0.25,0.6,0.9,1.1)")
-      ->delimiter(',')
-      ->check(CLI::Range(0.01, 10.0))
-      ->capture_default_str();
-  app->add_option("--clients", flags->options.clients, "Section 3 closed-loop clients")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  app->add_option("--naive-load", flags->options.naive_load,
-                  "Section 3 open loop: offered rate as a fraction of what the naive policy "
-                  "sustains in section 3's closed loop")
-      ->check(CLI::Range(0.01, 10.0))
-      ->capture_default_str();
+  AddBounded(*app, "--runs", flags->options.runs,
+             "Timed single-image runs per precision (quick: 30)", 1, 1000000);
+  AddBounded(*app, "--warmup", flags->options.warmup, "Untimed single-image runs first (quick: 2)",
+             0, 10000);
+  AddBoundedList(*app, "--batch-sizes", flags->options.batch_sizes, "Batch sizes of section 2", 1,
+                 256);
+  AddBounded(*app, "--images", flags->options.images, "Images per batch-size row (quick: 32)", 1,
+             1000000);
+  AddBoundedList(*app, "--loads", flags->options.loads,
+                 "Section 4 offered loads, as fractions of the pipeline's capacity (the best "
+                 "closed-loop throughput of section 3; quick: 0.25,0.6,0.9,1.1)",
+                 0.01, 10.0);
+  AddBounded(*app, "--clients", flags->options.clients, "Section 3 closed-loop clients", 1, 1024);
+  AddBounded(*app, "--naive-load", flags->options.naive_load,
+             "Section 3 open loop: offered rate as a fraction of what the naive policy "
+             "sustains in section 3's closed loop",
+             0.01, 10.0);
   app->add_option("--seconds", flags->options.seconds,
                   "Seconds per load point and per stream count (default: scaled to the "
                   "capacity: enough for 200 requests within 5-20 s, quick 40 within 2-6 s; "

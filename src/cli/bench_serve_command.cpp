@@ -122,21 +122,13 @@ CommandRunner RegisterBenchServeCommand(CLI::App& bench) {
       ->capture_default_str();
   app->add_option("--model-name", f->options.model_name,
                   "The model's name in /v2 paths (default: the name /v1/models gives)");
-  app->add_option("--concurrency", f->options.concurrency, "Closed-loop client counts")
-      ->delimiter(',')
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  app->add_option("--load-fractions", f->options.load_fractions,
-                  "Open-loop rates as fractions of the best closed-loop throughput")
-      ->delimiter(',')
-      ->check(CLI::Range(0.01, 10.0))
-      ->capture_default_str();
-  app->add_option("--seconds", f->options.seconds, "Measured seconds per point")
-      ->check(CLI::Range(0.1, 3600.0))
-      ->capture_default_str();
-  app->add_option("--warmup", f->options.warmup_seconds, "Unmeasured seconds before each closed-loop point")
-      ->check(CLI::Range(0.0, 600.0))
-      ->capture_default_str();
+  AddBoundedList(*app, "--concurrency", f->options.concurrency, "Closed-loop client counts", 1,
+                 1024);
+  AddBoundedList(*app, "--load-fractions", f->options.load_fractions,
+                 "Open-loop rates as fractions of the best closed-loop throughput", 0.01, 10.0);
+  AddBounded(*app, "--seconds", f->options.seconds, "Measured seconds per point", 0.1, 3600.0);
+  AddBounded(*app, "--warmup", f->options.warmup_seconds,
+             "Unmeasured seconds before each closed-loop point", 0.0, 600.0);
   app->add_flag("--no-in-process", f->no_in_process, "HTTP only (no ratio)");
   AddBenchOutputFlags(*app, f->output);
   app->add_option("serve_args", f->serve_args, "Flags for `mogserve serve`, after --");

@@ -144,21 +144,13 @@ CommandRunner RegisterBenchVideoCommand(CLI::App& bench) {
   app->add_option("--schedulers", f->schedulers, "Batching policies to compare")
       ->delimiter(',')
       ->capture_default_str();
-  app->add_option("--detect-fps", f->detect_fps,
-                  "Detection rates per stream to measure (0: every frame)")
-      ->delimiter(',')
-      ->check(CLI::Range(0.0, 1000.0))
-      ->capture_default_str();
-  app->add_option("--seconds", f->options.seconds, "Seconds per point (first 20% is warm-up)")
-      ->check(CLI::Range(2.0, 3600.0))
-      ->capture_default_str();
-  app->add_option("--max-streams", f->options.max_streams, "Largest N tried")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  app->add_option("--deadline-ms", f->options.deadline_ms,
-                  "A frame answered later than this after its arrival is late")
-      ->check(CLI::Range(1.0, 60000.0))
-      ->capture_default_str();
+  AddBoundedList(*app, "--detect-fps", f->detect_fps,
+                 "Detection rates per stream to measure (0: every frame)", 0.0, 1000.0);
+  AddBounded(*app, "--seconds", f->options.seconds, "Seconds per point (first 20% is warm-up)", 2.0,
+             3600.0);
+  AddBounded(*app, "--max-streams", f->options.max_streams, "Largest N tried", 1, 1024);
+  AddBounded(*app, "--deadline-ms", f->options.deadline_ms,
+             "A frame answered later than this after its arrival is late", 1.0, 60000.0);
   AddBenchOutputFlags(*app, f->output);
   app->add_option("serve_args", f->serve_args, "Flags for `mogserve serve`, after --");
   return [f] { return Run(*f); };

@@ -137,8 +137,8 @@ TEST(GuideClaims, MissingOrBadFilesAreClearErrors) {
             std::string::npos)
       << s.message();
 
-  const std::string zero = WriteClaims(
-      "zero_claim.json", R"({"claims": [{"id": "throughput", "claim": "c", "guide": "g",
+  const std::string zero =
+      WriteClaims("zero_claim.json", R"({"claims": [{"id": "throughput", "claim": "c", "guide": "g",
                                          "before": 0, "after": 2, "ratio": "after/before"}]})");
   EXPECT_NE(LoadGuideClaims(zero).status().message().find("\"before\" must be a number > 0"),
             std::string::npos);
@@ -146,12 +146,11 @@ TEST(GuideClaims, MissingOrBadFilesAreClearErrors) {
   const std::string ratio = WriteClaims(
       "ratio_claim.json", R"({"claims": [{"id": "throughput", "claim": "c", "guide": "g",
                                           "before": 1, "after": 2, "ratio": "faster"}]})");
-  EXPECT_NE(LoadGuideClaims(ratio).status().message().find("\"ratio\" must be"),
-            std::string::npos);
+  EXPECT_NE(LoadGuideClaims(ratio).status().message().find("\"ratio\" must be"), std::string::npos);
 
-  EXPECT_NE(LoadGuideClaims(WriteClaims("not_json.json", "{")).status().message().find(
-                "not valid JSON"),
-            std::string::npos);
+  EXPECT_NE(
+      LoadGuideClaims(WriteClaims("not_json.json", "{")).status().message().find("not valid JSON"),
+      std::string::npos);
 }
 
 TEST(GuideClaims, TheShippedFileHasEveryClaimTheReportMeasures) {
