@@ -42,25 +42,16 @@ StatusOr<ServeFlags> ParseServeArgs(const std::vector<std::string>& serve_args);
 template <typename Options>
 void AddSchedulerBenchFlags(CLI::App& app, Options& o) {
   AddPoliciesFlag(app, o.policies);
-  app.add_option("--sim-batch-ms", o.sim_intercept_ms,
-                 "Simulated engine: fixed milliseconds per batch (b in a*n + b)")
-      ->check(CLI::Range(0.0, 100000.0))
-      ->capture_default_str();
-  app.add_option("--sim-image-ms", o.sim_per_image_ms,
-                 "Simulated engine: milliseconds per image (a in a*n + b)")
-      ->check(CLI::Range(0.0, 100000.0))
-      ->capture_default_str();
-  app.add_option("--max-batch-size", o.max_batch_size, "Largest scheduler batch")
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
-  app.add_option("--max-delay-ms", o.max_delay_ms, "Longest wait to grow a batch")
-      ->check(CLI::Range(0.0, 10000.0))
-      ->capture_default_str();
-  app.add_option("--batch-knee", o.batch_knee,
-                 "Cap batches at the smallest warm-up batch size reaching this fraction of the "
-                 "best measured throughput (0: --max-batch-size only)")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
+  AddBounded(app, "--sim-batch-ms", o.sim_intercept_ms,
+             "Simulated engine: fixed milliseconds per batch (b in a*n + b)", 0.0, 100000.0);
+  AddBounded(app, "--sim-image-ms", o.sim_per_image_ms,
+             "Simulated engine: milliseconds per image (a in a*n + b)", 0.0, 100000.0);
+  AddBounded(app, "--max-batch-size", o.max_batch_size, "Largest scheduler batch", 1, 256);
+  AddBounded(app, "--max-delay-ms", o.max_delay_ms, "Longest wait to grow a batch", 0.0, 10000.0);
+  AddBounded(app, "--batch-knee", o.batch_knee,
+             "Cap batches at the smallest warm-up batch size reaching this fraction of the "
+             "best measured throughput (0: --max-batch-size only)",
+             0.0, 1.0);
 }
 
 }  // namespace mogserve::cli
