@@ -87,17 +87,23 @@ struct Plot {
   std::string script;  // gnuplot commands after the terminal and output
 };
 
+// Opens the data block of `key` (blocks are separated by two blank lines, gnuplot's `index`)
+// when the rows move on to a new one.
+void NextBlock(const std::string& key, const char* columns, std::vector<std::string>* blocks,
+               std::string* data) {
+  if (!blocks->empty() && blocks->back() == key) return;
+  if (!blocks->empty()) *data += "\n\n";
+  blocks->push_back(key);
+  *data += "# " + key + ": " + columns + "\n";
+}
+
 Plot CurvePlot(const BenchReport& r, std::vector<std::string>* policies) {
   Plot p;
   p.name = "latency_vs_throughput";
   std::string data, plot;
   int index = 0;
   for (const PipelineBenchRow& row : r.curve) {
-    if (policies->empty() || policies->back() != row.policy) {
-      if (!policies->empty()) data += "\n\n";
-      policies->push_back(row.policy);
-      data += "# " + row.policy + ": throughput_per_s p50_ms p99_ms load\n";
-    }
+    NextBlock(row.policy, "throughput_per_s p50_ms p99_ms load", policies, &data);
     data +=
         Format("%.3f %.3f %.3f", row.throughput_per_s, row.latency.median_ms, row.latency.p99_ms) +
         Format(" %.3f\n", row.load);
@@ -124,11 +130,7 @@ Plot BatchPlot(const BenchReport& r) {
   p.name = "batch_sizes";
   std::vector<std::string> precisions;
   for (const BatchRow& row : r.batches) {
-    if (precisions.empty() || precisions.back() != row.precision) {
-      if (!precisions.empty()) p.data += "\n\n";
-      precisions.push_back(row.precision);
-      p.data += "# " + row.precision + ": batch ms_per_image images_per_s\n";
-    }
+    NextBlock(row.precision, "batch ms_per_image images_per_s", &precisions, &p.data);
     p.data += Format("%.0f %.4f %.3f\n", row.batch, row.ms_per_image, row.images_per_s);
   }
   std::string plot;

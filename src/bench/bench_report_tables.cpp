@@ -1,5 +1,6 @@
 // bench_report.h: report.md, report.json and report.csv, as ResultTables, one per section.
 #include <cstdio>
+#include <utility>
 
 #include "bench/bench_report.h"
 
@@ -14,6 +15,15 @@ std::string Printf(const char* format, double a, double b = 0, double c = 0, dou
   char text[1024];
   std::snprintf(text, sizeof(text), format, a, b, c, d, e);
   return text;
+}
+
+// A section: its heading, the paragraph under it and where its rows go in the JSON ("": none).
+ResultTable Section(std::string title, std::string intro, std::string rows_key) {
+  ResultTable t;
+  t.title = std::move(title);
+  t.intro = std::move(intro);
+  t.rows_key = std::move(rows_key);
+  return t;
 }
 
 // A LatencyStats as nine columns under "latency." (JSON and CSV: every statistic).
@@ -58,12 +68,11 @@ ResultTable Header(const BenchReport& r) {
 }
 
 ResultTable SingleImage(const BenchReport& r) {
-  ResultTable t;
-  t.title = "1. Single-image latency per precision";
-  t.intro =
-      "One photo end to end through the engine (letterboxed canvas, Forward, Postprocess), "
-      "after warm-up.";
-  t.rows_key = "single_image";
+  ResultTable t =
+      Section("1. Single-image latency per precision",
+              "One photo end to end through the engine (letterboxed canvas, Forward, Postprocess), "
+              "after warm-up.",
+              "single_image");
   t.AddColumn({"precision"});
   AddLatencyColumns(t, kInMarkdown, kInMarkdown, kInMarkdown, 0, kInMarkdown, 2);
   t.AddColumn({"speedup_vs_fp32", "speed-up vs fp32", 2, 1, "x", true});
@@ -78,9 +87,7 @@ ResultTable SingleImage(const BenchReport& r) {
 }
 
 ResultTable BatchSizes(const BenchReport& r) {
-  ResultTable t;
-  t.title = "2. Batch size per precision";
-  t.rows_key = "batch_sizes";
+  ResultTable t = Section("2. Batch size per precision", "", "batch_sizes");
   t.AddField({"load.precision", "", r.load_precision, 1, kInJson})
       .AddField({"load.capacity_per_s", "", r.capacity_per_s, 1, kInJson})
       .AddField({"load.capacity_batch", "", int64_t{r.capacity_batch}, 1, kInJson})
@@ -181,14 +188,13 @@ ResultTable Curve(const BenchReport& r) {
 }
 
 ResultTable StreamSummary(const BenchReport& r) {
-  ResultTable t;
-  t.title = "5. Simulated 25 FPS camera streams";
-  t.intro =
-      "Each stream submits a frame every 40 ms (frames cycle through the pictures), "
-      "latest-only, stream priority. A stream is served in real time when >= 95% of its "
-      "frames are answered within 200 ms and every other frame was superseded (none late, "
-      "rejected or failed). Stream counts are tried from 1 up until one misses.";
-  t.rows_key.clear();  // the JSON holds the points, grouped per policy (StreamPoints)
+  ResultTable t =
+      Section("5. Simulated 25 FPS camera streams",
+              "Each stream submits a frame every 40 ms (frames cycle through the pictures), "
+              "latest-only, stream priority. A stream is served in real time when >= 95% of its "
+              "frames are answered within 200 ms and every other frame was superseded (none late, "
+              "rejected or failed). Stream counts are tried from 1 up until one misses.",
+              "");
   t.AddColumn({"policy"}).AddColumn({"max_realtime_streams", "most streams in real time"});
   for (const StreamSearch& s : r.streams) t.AddRow({s.policy, int64_t{s.max_realtime_streams}});
   return t;
@@ -241,9 +247,7 @@ ResultTable StreamPoints(const BenchReport& r) {
 
 ResultTable Machine(const BenchReport& r) {
   const MachineInfo& m = r.machine;
-  ResultTable t;
-  t.title = "6. Machine";
-  t.rows_key.clear();
+  ResultTable t = Section("6. Machine", "", "");
   t.AddField(
        {"machine.cpu", "CPU", m.cpu + ", " + std::to_string(m.cores) + " cores", 1, kInMarkdown})
       .AddField({"machine.cpu", "", m.cpu, 1, kInJson})
@@ -261,13 +265,12 @@ ResultTable Machine(const BenchReport& r) {
 }
 
 ResultTable Guide(const BenchReport& r) {
-  ResultTable t;
-  t.title = "Original deployment guide (GPU) vs measured here";
-  t.intro =
+  ResultTable t = Section(
+      "Original deployment guide (GPU) vs measured here",
       "The guide's numbers are for MogFace on a GPU; ours are from **this machine** (above), a "
       "different machine and possibly a different model, so compare the ratios, not the "
-      "absolute values.";
-  t.rows_key = "guide_comparison";
+      "absolute values.",
+      "guide_comparison");
   t.AddColumn({"claim"})
       .AddColumn({"guide", "guide (GPU)"})
       .AddColumn({"guide_ratio", "guide ratio", 2, 1, "x"})
@@ -283,9 +286,7 @@ ResultTable Guide(const BenchReport& r) {
 }
 
 ResultTable Plots(const BenchReport& r) {
-  ResultTable t;
-  t.title = "Plots";
-  t.rows_key.clear();
+  ResultTable t = Section("Plots", "", "");
   t.AddField({"plots.generated", "", r.plots_generated, 1, kInJson})
       .AddField({"plots.note", "", r.plots_note, 1, kInJson})
       .AddField({"plots.files", "", r.plot_files, 1, kInJson});
