@@ -102,15 +102,9 @@ StatusOr<bench::EngineBenchOptions> ToBenchOptions(const BenchFlags& flags) {
 
 int RunEngineBenchCommand(const BenchFlags& flags) {
   auto options = ToBenchOptions(flags);
-  if (!options.ok()) {
-    std::cerr << "error: " << options.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!options.ok()) return PrintError(options.status().message(), kExitUsage);
   auto report = bench::RunEngineBench(*options);
-  if (!report.ok()) {
-    std::cerr << "error: " << report.status().ToString() << "\n";
-    return kExitFatal;
-  }
+  if (!report.ok()) return PrintError(report.status().ToString(), kExitFatal);
   return PrintBenchTables(bench::EngineBenchTables(*report), flags.output);
 }
 

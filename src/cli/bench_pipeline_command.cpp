@@ -30,17 +30,11 @@ int RunBenchPipeline(BenchPipelineFlags flags, const CLI::App& app) {
   if (options.real_engine) {
     flags.engine.model_dir = ResolveModelDir(flags.engine.model_dir);
     StatusOr<engine::EngineOptions> engine_options = ToEngineOptions(flags.engine);
-    if (!engine_options.ok()) {
-      std::cerr << "error: " << engine_options.status().message() << "\n";
-      return kExitUsage;
-    }
+    if (!engine_options.ok()) return PrintError(engine_options.status().message(), kExitUsage);
     options.engine = *engine_options;
   }
   StatusOr<bench::PipelineBenchReport> report = bench::RunPipelineBench(options);
-  if (!report.ok()) {
-    std::cerr << "error: " << report.status().ToString() << "\n";
-    return kExitFatal;
-  }
+  if (!report.ok()) return PrintError(report.status().ToString(), kExitFatal);
   return PrintBenchTables(bench::PipelineBenchTables(*report), flags.output);
 }
 

@@ -21,6 +21,11 @@ std::ostream& OutputFile::stream() {
   return to_stdout_ ? std::cout : file_;
 }
 
+int PrintError(const std::string& text, int exit_code) {
+  std::cerr << "error: " << text << "\n";
+  return exit_code;
+}
+
 void AddBenchOutputFlags(CLI::App& app, BenchOutputFlags& flags) {
   app.add_option("--format", flags.format, "What stdout shows: md (Markdown), json or csv")
       ->check(CLI::IsMember({"md", "markdown", "json", "csv"}))

@@ -26,6 +26,9 @@ class OutputFile {
   bool ok_ = true;
 };
 
+// Prints "error: TEXT" to stderr; returns `exit_code`.
+int PrintError(const std::string& text, int exit_code);
+
 // A benchmark's output flags: what stdout shows, and files to write in each format.
 struct BenchOutputFlags {
   std::string format = "md";
