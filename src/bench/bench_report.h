@@ -15,8 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "bench/guide_claims.h"
 #include "bench/latency_stats.h"
 #include "bench/pipeline_driver.h"
+#include "bench/result_table.h"
 #include "engine/engine.h"
 #include "scheduler/scheduler_config.h"
 
@@ -51,12 +53,14 @@ struct BenchReportOptions {
   double max_seconds = 20;
   double stream_seconds = 10;  // section 5, per stream count (`seconds` overrides when > 0)
   int max_streams = 0;         // section 5 upper bound; 0 = capacity / fps + 1 (at most 64)
-  int max_batch_size = 16;
-  double max_delay_ms = 5.0;
+  int max_batch_size = scheduler::SchedulerConfig{}.max_batch_size;
+  double max_delay_ms = DefaultMaxDelayMs();
   double batch_knee = 0.95;
   std::string gnuplot = "gnuplot";  // executable (searched in PATH without a slash)
   std::string command;              // the command line, for section 6
-  bool quick = false;               // only reported
+  // The guide's claims (LoadGuideClaims), compared with the sections' results.
+  std::vector<GuideClaim> guide_claims;
+  bool quick = false;  // only reported
 };
 
 struct SingleImageRow {
@@ -142,15 +146,16 @@ struct BenchReport {
 // forward pass fails.
 StatusOr<BenchReport> RunBenchReport(const BenchReportOptions& options);
 
-// The guide-vs-measured rows from the sections' results.
-std::vector<GuideRow> CompareWithGuide(const BenchReport& report);
+// The guide-vs-measured rows: per claim, what the sections measured for it.
+std::vector<GuideRow> CompareWithGuide(const BenchReport& report,
+                                       const std::vector<GuideClaim>& claims);
 
 // Writes the plots' data, gnuplot scripts, PNGs and SVGs into `dir` and records them (or why
 // they were skipped) in report->plots_*. Never fails the report: a missing or failing gnuplot
 // is noted.
 void WriteBenchReportPlots(const std::string& dir, const std::string& gnuplot, BenchReport* report);
 
-std::string BenchReportMarkdown(const BenchReport& report);
-std::string BenchReportJson(const BenchReport& report);
+// One table per section, in the report's order (report.md, report.json, report.csv).
+std::vector<ResultTable> BenchReportTables(const BenchReport& report);
 
 }  // namespace mogserve::bench

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "bench/forward_timer.h"
 #include "bench/mogface_bench.h"
@@ -48,14 +47,7 @@ Status RunSsdVariant(const Variant& v, const EngineBenchOptions& options,
     row.precision = engine->info().precision;
     row.batch = batch;
     row.macs_per_image = report.macs_per_image;
-    engine->ResetPeakMemory();
-    row.memory_baseline_bytes = engine->Memory().in_use_bytes;
-    MOGSERVE_ASSIGN_OR_RETURN(
-        std::vector<double> samples,
-        TimeForward(*engine, BatchOf(canvases, batch, side, side), options.warmup,
-                    options.min_iterations, options.min_seconds));
-    row.memory_peak_bytes = engine->Memory().peak_in_use_bytes;
-    FillRowRates(std::move(samples), report.peak_gflops, row);
+    MOGSERVE_RETURN_IF_ERROR(TimeRow(*engine, canvases, options, report.peak_gflops, row));
     std::fprintf(stderr, "  %-34s batch %2d: %8.2f ms/batch  %7.2f ms/img  %6.1f GFLOP/s\n", v.name,
                  batch, row.batch_latency.mean_ms, row.ms_per_image, row.gflops);
     report.rows.push_back(row);
@@ -123,77 +115,39 @@ StatusOr<EngineBenchReport> RunSsdBench(const EngineBenchOptions& options) {
   return report;
 }
 
-std::string SsdMarkdown(const EngineBenchReport& r) {
-  std::string out;
-  char buf[512];
-  std::string peaks;
-  for (const PrecisionPeak& p : r.peaks) {
-    std::snprintf(buf, sizeof(buf), "%s%s %.1f (batch %d)", peaks.empty() ? "" : ", ",
-                  p.precision.c_str(), p.gflops, p.batch);
-    peaks += buf;
-  }
-  std::snprintf(buf, sizeof(buf),
-                "Engine: %s  \nMachine: %s  \nMeasured 3x3-conv peak, GFLOP/s (int8: GOP/s): %s; "
-                "model cost %.3f GMAC per image\n\n",
-                r.engine.c_str(), r.machine.c_str(), peaks.c_str(), r.macs_per_image / 1e9);
-  out += buf;
-  out +=
-      "| variant | precision | batch | mean ms | median | min | max | std | ms/image | images/s "
-      "| GFLOP/s | % of its peak |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  for (const EngineBenchRow& row : r.rows) {
-    const LatencyStats& s = row.batch_latency;
-    std::snprintf(buf, sizeof(buf),
-                  "| %s | %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.0f%% "
-                  "|\n",
-                  row.variant.c_str(), row.precision.c_str(), row.batch, s.mean_ms, s.median_ms,
-                  s.min_ms, s.max_ms,
-                  s.stddev_ms, row.ms_per_image, row.images_per_s, row.gflops,
-                  100.0 * row.fraction_of_peak);
-    out += buf;
-  }
-  std::snprintf(buf, sizeof(buf),
-                "\nDefault variant at the first precision: best %.1f images/s at batch %d; worst "
-                "per-image time of any "
-                "batch size vs batch 1: %.2fx\n",
-                r.best_images_per_s, r.best_batch, r.worst_per_image_vs_batch1);
-  out += buf;
-  return out;
+// The latency columns, under `prefix` ("" or "reference."): JSON and CSV always; Markdown only
+// the row's own (not the reference's), median and std where `median_md` says.
+void AddLatencyColumns(ResultTable& t, const std::string& prefix, unsigned median_md) {
+  const unsigned data = kInJson | kInCsv;
+  const unsigned md = prefix.empty() ? unsigned{kInMarkdown} : 0u;
+  const int decimals = prefix.empty() ? 2 : 1;
+  t.AddColumn({prefix + "iterations", "", 0, 1, "", false, data})
+      .AddColumn({prefix + "mean_ms", "mean ms", decimals, 1, "", false, data | md})
+      .AddColumn({prefix + "median_ms", "median", decimals, 1, "", false, data | (md & median_md)})
+      .AddColumn({prefix + "min_ms", "min", decimals, 1, "", false, data | md})
+      .AddColumn({prefix + "max_ms", "max", decimals, 1, "", false, data | md})
+      .AddColumn({prefix + "stddev_ms", "std", decimals, 1, "", false, data | (md & median_md)});
 }
 
-nlohmann::json LatencyJson(const LatencyStats& s) {
-  return {{"iterations", s.count}, {"mean_ms", s.mean_ms}, {"median_ms", s.median_ms},
-          {"min_ms", s.min_ms},    {"max_ms", s.max_ms},   {"stddev_ms", s.stddev_ms}};
-}
-
-nlohmann::json RowJson(const EngineBenchRow& row) {
-  nlohmann::json j = {{"variant", row.variant},
-                      {"size", row.size},
-                      {"precision", row.precision},
-                      {"batch", row.batch}};
-  j.update(LatencyJson(row.batch_latency));
-  j.update({{"macs_per_image", row.macs_per_image},
-            {"ms_per_image", row.ms_per_image},
-            {"images_per_s", row.images_per_s},
-            {"gflops", row.gflops},
-            {"peak_gflops", row.peak_gflops},
-            {"fraction_of_peak", row.fraction_of_peak},
-            {"memory_baseline_bytes", row.memory_baseline_bytes},
-            {"memory_peak_bytes", row.memory_peak_bytes}});
-  if (row.reference.measured) {
-    const ReferenceComparison& ref = row.reference;
-    nlohmann::json rj = LatencyJson(ref.latency);
-    rj.update({{"ms_per_image", ref.ms_per_image},
-               {"speedup", ref.speedup},
-               {"fp32_ms_per_image", ref.fp32_ms_per_image},
-               {"speedup_vs_fp32", ref.speedup_vs_fp32},
-               {"speedup_best", ref.speedup_best},
-               {"speedup_vs_fp32_best", ref.speedup_vs_fp32_best}});
-    j["reference"] = rj;
-  }
-  return j;
+void AppendLatency(std::vector<Cell>& row, const LatencyStats& s) {
+  row.insert(row.end(),
+             {int64_t{s.count}, s.mean_ms, s.median_ms, s.min_ms, s.max_ms, s.stddev_ms});
 }
 
 }  // namespace
+
+Status TimeRow(engine::Engine& engine, const std::vector<std::vector<uint8_t>>& canvases,
+               const EngineBenchOptions& options, double peak_gflops, EngineBenchRow& row) {
+  engine.ResetPeakMemory();
+  row.memory_baseline_bytes = engine.Memory().in_use_bytes;
+  MOGSERVE_ASSIGN_OR_RETURN(
+      std::vector<double> samples,
+      TimeForward(engine, BatchOf(canvases, row.batch, row.size, row.size), options.warmup,
+                  options.min_iterations, options.min_seconds));
+  row.memory_peak_bytes = engine.Memory().peak_in_use_bytes;
+  FillRowRates(std::move(samples), peak_gflops, row);
+  return Status::Ok();
+}
 
 void FillRowRates(std::vector<double> samples_ms, double peak_gflops, EngineBenchRow& row) {
   row.batch_latency = Summarize(std::move(samples_ms));
@@ -222,35 +176,85 @@ StatusOr<EngineBenchReport> RunEngineBench(const EngineBenchOptions& options) {
   return RunSsdBench(options);
 }
 
-std::string EngineBenchMarkdown(const EngineBenchReport& report) {
-  return report.model == "mogface" ? MogFaceBenchMarkdown(report) : SsdMarkdown(report);
-}
-
-std::string EngineBenchJson(const EngineBenchReport& r) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const EngineBenchRow& row : r.rows) rows.push_back(RowJson(row));
-  nlohmann::json peaks = nlohmann::json::object();
-  for (const PrecisionPeak& p : r.peaks)
-    peaks[p.precision] = {{"gflops", p.gflops}, {"batch", p.batch}};
-  nlohmann::json j = {
-      {"model", r.model},          {"engine", r.engine}, {"machine", r.machine},
-      {"threads", r.threads},      {"peaks", peaks},     {"peak_gflops", r.peak_gflops},
-      {"peak_batch", r.peak_batch}};
-  if (r.model == "mogface") {
-    j.update({{"reference_measured", r.reference_measured},
-              {"reference", r.reference},
-              {"fp32_speedup_min", r.fp32_speedup_min},
-              {"fp32_speedup_max", r.fp32_speedup_max},
-              {"bf16_speedup_vs_fp32_reference_min", r.bf16_speedup_min},
-              {"bf16_speedup_vs_fp32_reference_max", r.bf16_speedup_max}});
-  } else {
-    j.update({{"macs_per_image", r.macs_per_image},
-              {"best_images_per_s", r.best_images_per_s},
-              {"best_batch", r.best_batch},
-              {"worst_per_image_vs_batch1", r.worst_per_image_vs_batch1}});
+std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& r) {
+  const bool mogface = r.model == "mogface";
+  ResultTable t;
+  t.AddField({"model", "", r.model})
+      .AddField({"engine", "Engine", r.engine})
+      .AddField({"machine", "Machine", r.machine})
+      .AddField({"threads", "", int64_t{r.threads}});
+  for (const PrecisionPeak& p : r.peaks) {
+    t.AddField({"peaks." + p.precision + ".gflops",
+                "Measured 3x3-conv peak, " + p.precision + ", GFLOP/s (int8: GOP/s)", p.gflops});
+    t.AddField({"peaks." + p.precision + ".batch", "", int64_t{p.batch}});
   }
-  j["rows"] = rows;
-  return j.dump(2);
+  t.AddField({"peak_gflops", "", r.peak_gflops})
+      .AddField({"peak_batch", "", int64_t{r.peak_batch}});
+  if (mogface) {
+    t.AddField({"reference_measured", "", r.reference_measured})
+        .AddField({"reference", "Reference", r.reference})
+        .AddField({"fp32_speedup_min", "", r.fp32_speedup_min, 2})
+        .AddField({"fp32_speedup_max", "", r.fp32_speedup_max, 2})
+        .AddField({"bf16_speedup_vs_fp32_reference_min", "", r.bf16_speedup_min, 2})
+        .AddField({"bf16_speedup_vs_fp32_reference_max", "", r.bf16_speedup_max, 2});
+    if (r.reference_measured) {
+      char note[256];
+      std::snprintf(note, sizeof(note),
+                    "Against the eager FP32 reference (mean pass times): FP32 %.2f×–%.2f× "
+                    "(target ≥ 1.3×), BF16 %.2f×–%.2f× (target ≥ 2.5×)",
+                    r.fp32_speedup_min, r.fp32_speedup_max, r.bf16_speedup_min, r.bf16_speedup_max);
+      t.notes.push_back(note);
+    }
+  } else {
+    t.AddField({"macs_per_image", "Model cost, MAC per image", r.macs_per_image, 0})
+        .AddField({"best_images_per_s", "Default variant at the first precision: best images/s",
+                   r.best_images_per_s})
+        .AddField({"best_batch", "... at batch", int64_t{r.best_batch}})
+        .AddField({"worst_per_image_vs_batch1",
+                   "Worst per-image time of any batch size vs batch 1 (x)",
+                   r.worst_per_image_vs_batch1, 2});
+  }
+  const unsigned data = kInJson | kInCsv;
+  const unsigned ssd_md = mogface ? data : kEverywhere;
+  const unsigned mogface_md = mogface ? kEverywhere : data;
+  t.AddColumn({"variant", "", 0, 1, "", false, ssd_md})
+      .AddColumn({"size", "", 0, 1, "", false, mogface_md})
+      .AddColumn({"precision"})
+      .AddColumn({"batch"});
+  AddLatencyColumns(t, "", mogface ? 0u : unsigned{kInMarkdown});
+  t.AddColumn({"macs_per_image", "GMAC/image", 1, 1e-9, "", false, mogface_md})
+      .AddColumn({"ms_per_image", "ms/image", mogface ? 1 : 2})
+      .AddColumn({"images_per_s", "images/s", mogface ? 2 : 1})
+      .AddColumn({"gflops", "GFLOP/s"})
+      .AddColumn({"peak_gflops", "", 1, 1, "", false, data})
+      .AddColumn({"fraction_of_peak", mogface ? "% of peak" : "% of its peak", 0, 100, "%"})
+      .AddColumn({"memory_baseline_bytes", "model MiB", 0, 1.0 / (1 << 20), "", false, mogface_md})
+      .AddColumn({"memory_peak_bytes", "peak MiB", 0, 1.0 / (1 << 20), "", false, mogface_md});
+  AddLatencyColumns(t, "reference.", 0u);
+  t.AddColumn({"reference.ms_per_image", "ref ms/image", 1, 1, "", false, mogface_md})
+      .AddColumn({"reference.speedup", "× ref", 2, 1, "×", false, mogface_md})
+      .AddColumn({"reference.fp32_ms_per_image", "", 1, 1, "", false, data})
+      .AddColumn({"reference.speedup_vs_fp32", "× FP32 ref", 2, 1, "×", false, mogface_md})
+      .AddColumn({"reference.speedup_best", "", 2, 1, "", false, data})
+      .AddColumn({"reference.speedup_vs_fp32_best", "× FP32 ref, best pass", 2, 1, "×", false,
+                  mogface_md});
+  for (const EngineBenchRow& row : r.rows) {
+    std::vector<Cell> cells = {row.variant, int64_t{row.size}, row.precision, int64_t{row.batch}};
+    AppendLatency(cells, row.batch_latency);
+    cells.insert(cells.end(), {row.macs_per_image, row.ms_per_image, row.images_per_s, row.gflops,
+                               row.peak_gflops, row.fraction_of_peak,
+                               int64_t{row.memory_baseline_bytes}, int64_t{row.memory_peak_bytes}});
+    const ReferenceComparison& ref = row.reference;
+    if (ref.measured) {
+      AppendLatency(cells, ref.latency);
+      cells.insert(cells.end(), {ref.ms_per_image, ref.speedup, ref.fp32_ms_per_image,
+                                 ref.speedup_vs_fp32, ref.speedup_best, ref.speedup_vs_fp32_best});
+    } else {
+      cells.resize(cells.size() + 12);  // not measured: left out of JSON, "-" in Markdown
+    }
+    t.AddRow(std::move(cells));
+  }
+  return {t};
 }
 
 }  // namespace mogserve::bench

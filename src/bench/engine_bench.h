@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/latency_stats.h"
+#include "bench/result_table.h"
 #include "engine/engine.h"
 
 namespace mogserve::bench {
@@ -100,8 +101,9 @@ struct EngineBenchReport {
 // missing or failing reference is reported in `reference`, not an error.
 StatusOr<EngineBenchReport> RunEngineBench(const EngineBenchOptions& options);
 
-std::string EngineBenchMarkdown(const EngineBenchReport& report);
-std::string EngineBenchJson(const EngineBenchReport& report);
+// The report's table: the machine, the peaks and the summary as fields, one row per
+// (variant or size, precision, batch); the columns Markdown shows depend on the model.
+std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& report);
 
 // "AMD EPYC 9xxx, 2 cores" from /proc/cpuinfo.
 std::string DescribeMachine();

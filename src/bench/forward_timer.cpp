@@ -24,20 +24,46 @@ engine::CanvasBatch BatchOf(const std::vector<std::vector<uint8_t>>& canvases, i
   return b;
 }
 
-StatusOr<std::vector<double>> TimeForward(engine::Engine& engine, const engine::CanvasBatch& batch,
-                                          int warmup, int min_iterations, double min_seconds) {
-  for (int i = 0; i < warmup; ++i) MOGSERVE_RETURN_IF_ERROR(engine.Forward(batch).status());
+namespace {
+
+Status RunPass(engine::Engine& engine, const engine::CanvasBatch& batch, bool postprocess,
+               const DetectOptions& detect) {
+  MOGSERVE_ASSIGN_OR_RETURN(engine::BatchOutputs outputs, engine.Forward(batch));
+  if (!postprocess) return Status::Ok();
+  if (batch.geometry.size() != batch.canvases.size()) {
+    return Internal("a post-processed pass needs one letterbox per canvas");
+  }
+  for (size_t i = 0; i < batch.canvases.size(); ++i) {
+    engine.Postprocess(outputs, static_cast<int>(i), batch.geometry[i], detect);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::vector<double>> TimePasses(engine::Engine& engine, const BatchForPass& batch_for,
+                                         const PassTiming& timing) {
+  using Clock = std::chrono::steady_clock;
+  const DetectOptions detect = engine.default_detect_options();
+  for (int i = 0; i < timing.warmup; ++i) {
+    MOGSERVE_RETURN_IF_ERROR(RunPass(engine, batch_for(i), timing.postprocess, detect));
+  }
   std::vector<double> samples;
-  const auto start = std::chrono::steady_clock::now();
-  while (static_cast<int>(samples.size()) < min_iterations ||
-         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
-             min_seconds) {
-    const auto t0 = std::chrono::steady_clock::now();
-    MOGSERVE_RETURN_IF_ERROR(engine.Forward(batch).status());
-    samples.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  const Clock::time_point start = Clock::now();
+  while (static_cast<int>(samples.size()) < timing.min_iterations ||
+         std::chrono::duration<double>(Clock::now() - start).count() < timing.min_seconds) {
+    const engine::CanvasBatch batch = batch_for(static_cast<int>(samples.size()));
+    const Clock::time_point t0 = Clock::now();
+    MOGSERVE_RETURN_IF_ERROR(RunPass(engine, batch, timing.postprocess, detect));
+    samples.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
   return samples;
+}
+
+StatusOr<std::vector<double>> TimeForward(engine::Engine& engine, const engine::CanvasBatch& batch,
+                                          int warmup, int min_iterations, double min_seconds) {
+  return TimePasses(engine, [&batch](int) { return batch; },
+                    {warmup, min_iterations, min_seconds, false});
 }
 
 }  // namespace mogserve::bench

@@ -1,8 +1,9 @@
-// Timing an engine's forward passes over batches of random canvases: the measuring loop the
-// engine benchmarks share.
+// Timing an engine's forward passes: the measuring loop `bench engine` (random canvases, Forward
+// only) and `bench report` (letterboxed photos, Forward + Postprocess) share.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "engine/engine.h"
@@ -16,8 +17,23 @@ std::vector<std::vector<uint8_t>> NoiseCanvases(int count, int width, int height
 engine::CanvasBatch BatchOf(const std::vector<std::vector<uint8_t>>& canvases, int batch, int width,
                             int height);
 
-// `warmup` untimed passes, then timed passes until there are `min_iterations` and
-// `min_seconds` have passed. Returns the pass latencies in ms.
+struct PassTiming {
+  int warmup = 0;            // untimed passes first
+  int min_iterations = 1;    // timed passes, at least
+  double min_seconds = 0;    // ... and at least this long
+  bool postprocess = false;  // also Postprocess every row (the batch needs its geometry)
+};
+
+// The batch pass `i` runs (warm-up passes count from 0, then timed passes from 0 again); its
+// pointers must stay valid through the pass.
+using BatchForPass = std::function<engine::CanvasBatch(int pass)>;
+
+// Runs the passes and returns the timed ones' latencies in ms (Forward, plus Postprocess with the
+// engine's default detect options when timing.postprocess).
+StatusOr<std::vector<double>> TimePasses(engine::Engine& engine, const BatchForPass& batch_for,
+                                         const PassTiming& timing);
+
+// The same batch every pass, Forward only.
 StatusOr<std::vector<double>> TimeForward(engine::Engine& engine, const engine::CanvasBatch& batch,
                                           int warmup, int min_iterations, double min_seconds);
 

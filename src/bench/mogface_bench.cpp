@@ -26,19 +26,6 @@ struct ReferencePlan {
   std::string weights_label;          // for the report
 };
 
-std::string Upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
-
-// `value` formatted, or "–" when it was not measured (0).
-std::string Number(double value, const char* format) {
-  if (value <= 0) return "–";
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), format, value);
-  return buf;
-}
-
 // Checks the interpreter and exports the weights; on any problem says why in
 // report.reference and leaves the plan disabled.
 void PrepareReference(const EngineBenchOptions& options, EngineBenchReport& report,
@@ -116,14 +103,7 @@ Status RunEngineRows(const EngineBenchOptions& options, int size, engine::Precis
     row.precision = name;
     row.batch = batch;
     row.macs_per_image = static_cast<double>(engine->MacsPerImage(size, size));
-    engine->ResetPeakMemory();
-    row.memory_baseline_bytes = engine->Memory().in_use_bytes;
-    MOGSERVE_ASSIGN_OR_RETURN(
-        std::vector<double> samples,
-        TimeForward(*engine, BatchOf(canvases, batch, size, size), options.warmup,
-                    options.min_iterations, options.min_seconds));
-    row.memory_peak_bytes = engine->Memory().peak_in_use_bytes;
-    FillRowRates(std::move(samples), peak->gflops, row);
+    MOGSERVE_RETURN_IF_ERROR(TimeRow(*engine, canvases, options, peak->gflops, row));
     std::fprintf(stderr,
                  "  mogface %s %dx%d %s batch %d: %9.1f ms/batch %8.1f ms/img %6.1f GFLOP/s "
                  "(%.0f%% of peak), peak memory %.0f MiB\n",
@@ -215,50 +195,6 @@ StatusOr<EngineBenchReport> RunMogFaceBench(const EngineBenchOptions& options) {
   }
   CompareWithReference(reference_rows, report);
   return report;
-}
-
-std::string MogFaceBenchMarkdown(const EngineBenchReport& r) {
-  std::string out;
-  char buf[1024];
-  out += "Engine: " + r.engine + "  \nMachine: " + r.machine + "  \nMeasured 3x3-conv peak:";
-  for (const PrecisionPeak& p : r.peaks) {
-    std::snprintf(buf, sizeof(buf), " %s %.1f GFLOP/s (batch %d);", Upper(p.precision).c_str(),
-                  p.gflops, p.batch);
-    out += buf;
-  }
-  out += "  \nReference: " + r.reference + "\n\n";
-  out +=
-      "| size | precision | batch | mean ms | min | max | ms/image | images/s | GMAC/image | "
-      "GFLOP/s | % of peak | model MiB | peak MiB | ref ms/image | × ref | × FP32 ref | × FP32 "
-      "ref, best pass |\n"
-      "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  for (const EngineBenchRow& row : r.rows) {
-    const LatencyStats& s = row.batch_latency;
-    std::snprintf(
-        buf, sizeof(buf),
-        "| %d | %s | %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.0f%% | %.0f | "
-        "%.0f |",
-        row.size, row.precision.c_str(), row.batch, s.mean_ms, s.min_ms, s.max_ms, row.ms_per_image,
-        row.images_per_s, row.macs_per_image / 1e9, row.gflops, 100.0 * row.fraction_of_peak,
-        static_cast<double>(row.memory_baseline_bytes) / (1 << 20),
-        static_cast<double>(row.memory_peak_bytes) / (1 << 20));
-    out += buf;
-    const ReferenceComparison& ref = row.reference;
-    for (const std::string& cell :
-         {Number(ref.ms_per_image, "%.1f"), Number(ref.speedup, "%.2f×"),
-          Number(ref.speedup_vs_fp32, "%.2f×"), Number(ref.speedup_vs_fp32_best, "%.2f×")}) {
-      out.append(" ").append(cell).append(" |");
-    }
-    out += "\n";
-  }
-  if (r.reference_measured) {
-    std::snprintf(buf, sizeof(buf),
-                  "\nAgainst the eager FP32 reference (mean pass times): "
-                  "FP32 %.2f×–%.2f× (target ≥ 1.3×), BF16 %.2f×–%.2f× (target ≥ 2.5×)\n",
-                  r.fp32_speedup_min, r.fp32_speedup_max, r.bf16_speedup_min, r.bf16_speedup_max);
-    out += buf;
-  }
-  return out;
 }
 
 }  // namespace mogserve::bench

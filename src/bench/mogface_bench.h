@@ -2,6 +2,7 @@
 // SSD mode. Internal to bench/.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,10 @@ namespace mogserve::bench {
 // Python reference for that size when options.reference (one child process per size).
 StatusOr<EngineBenchReport> RunMogFaceBench(const EngineBenchOptions& options);
 
-std::string MogFaceBenchMarkdown(const EngineBenchReport& report);
+// Times a row of `row.batch` canvases of row.size x row.size (the first of `canvases`) and fills
+// its memory counters and rates (defined in engine_bench.cpp).
+Status TimeRow(engine::Engine& engine, const std::vector<std::vector<uint8_t>>& canvases,
+               const EngineBenchOptions& options, double peak_gflops, EngineBenchRow& row);
 
 // Fills the latency statistics, ms/image, images/s, GFLOP/s and fraction of `peak_gflops` of a
 // row whose batch and macs_per_image are set (defined in engine_bench.cpp).

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "bench/engine_bench.h"
 
@@ -144,89 +143,57 @@ StatusOr<PipelineBenchReport> RunPipelineBench(const PipelineBenchOptions& o) {
   return report;
 }
 
-std::string PipelineBenchMarkdown(const PipelineBenchReport& r) {
-  std::string md;
-  char line[512];
-  md +=
-      "Engine: " + r.engine + "  \nMachine: " + r.machine + "  \nSettings: " + r.settings + "\n\n";
-  std::snprintf(line, sizeof(line),
-                "Capacity (best batch): **%.1f images/s** at batch %d. Pipeline overhead with a "
-                "zero-latency engine: **%.1f us per request** of wall time (%.1f us of CPU), all "
-                "stages; of which **%.2f us** inside the scheduler's calls.\n\n",
-                r.capacity_per_s, r.capacity_batch, r.overhead_us_per_request,
-                r.overhead_cpu_us_per_request, r.scheduler_us_per_request);
-  md += line;
-  md +=
-      "| policy | loop | clients / load | offered/s | images/s | p50 ms | p95 ms | p99 ms | "
-      "mean batch | busy | rejected |\n";
-  md += "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+std::vector<ResultTable> PipelineBenchTables(const PipelineBenchReport& r) {
+  ResultTable t;
+  t.AddField({"engine", "Engine", r.engine})
+      .AddField({"machine", "Machine", r.machine})
+      .AddField({"settings", "Settings", r.settings})
+      .AddField({"capacity_per_s", "Capacity (best batch), images/s", r.capacity_per_s})
+      .AddField({"capacity_batch", "... at batch", int64_t{r.capacity_batch}})
+      .AddField({"overhead_us_per_request",
+                 "Pipeline overhead, zero-latency engine, all stages, us wall per request "
+                 "(target <= 50)",
+                 r.overhead_us_per_request})
+      .AddField({"overhead_cpu_us_per_request", "... us of CPU per request",
+                 r.overhead_cpu_us_per_request})
+      .AddField({"scheduler_us_per_request", "... of which inside the scheduler's calls, us",
+                 r.scheduler_us_per_request, 2})
+      .AddField({"targets.continuous_saturation_ratio",
+                 "Continuous at saturation, fraction of the best-batch capacity (target >= 0.95)",
+                 r.continuous_saturation_ratio, 3})
+      .AddField({"targets.continuous_p50_at_half_ms",
+                 "Open loop at 50% load, p50 ms: continuous (target: <= dynamic)",
+                 r.continuous_p50_at_half_ms})
+      .AddField({"targets.dynamic_p50_at_half_ms", "... dynamic", r.dynamic_p50_at_half_ms})
+      .AddField({"targets.continuous_vs_naive_c16",
+                 "Closed loop, 16 clients: continuous / naive throughput",
+                 r.continuous_vs_naive_c16, 2});
+  t.AddColumn({"policy"})
+      .AddColumn({"mode", "loop"})
+      .AddColumn({"who", "clients / load", 0, 1, "", false, kInMarkdown})
+      .AddColumn({"concurrency", "", 0, 1, "", false, kInJson | kInCsv})
+      .AddColumn({"load", "", 2, 1, "", false, kInJson | kInCsv})
+      .AddColumn({"offered_per_s", "offered/s", 0, 1, "", true})
+      .AddColumn({"done", "", 0, 1, "", false, kInJson | kInCsv})
+      .AddColumn({"throughput_per_s", "images/s"})
+      .AddColumn({"p50_ms", "p50 ms"})
+      .AddColumn({"p95_ms", "p95 ms"})
+      .AddColumn({"p99_ms", "p99 ms"})
+      .AddColumn({"mean_ms", "", 1, 1, "", false, kInJson | kInCsv})
+      .AddColumn({"mean_batch_size", "mean batch", 2})
+      .AddColumn({"busy_ratio", "busy", 0, 100, "%"})
+      .AddColumn({"rejected", "rejected"})
+      .AddColumn({"scheduler_us_per_request", "", 2, 1, "", false, kInJson | kInCsv});
   for (const PipelineBenchRow& row : r.rows) {
     const std::string who =
         row.mode == "closed" ? std::to_string(row.concurrency)
                              : std::to_string(static_cast<int>(std::lround(row.load * 100))) + "%";
-    std::snprintf(line, sizeof(line),
-                  "| %s | %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.0f%% | %lld |\n",
-                  row.policy.c_str(), row.mode.c_str(), who.c_str(),
-                  row.mode == "open" ? std::to_string(std::lround(row.offered_per_s)).c_str() : "-",
-                  row.throughput_per_s, row.latency.median_ms, row.latency.p95_ms,
-                  row.latency.p99_ms, row.mean_batch_size, row.busy_ratio * 100,
-                  static_cast<long long>(row.rejected));
-    md += line;
+    t.AddRow({row.policy, row.mode, who, int64_t{row.concurrency}, row.load, row.offered_per_s,
+              int64_t{row.done}, row.throughput_per_s, row.latency.median_ms, row.latency.p95_ms,
+              row.latency.p99_ms, row.latency.mean_ms, row.mean_batch_size, row.busy_ratio,
+              int64_t{row.rejected}, row.scheduler_us_per_request});
   }
-  md += "\nTargets:\n\n";
-  std::snprintf(line, sizeof(line),
-                "- scheduler overhead per request (zero-latency engine): %.2f us inside the "
-                "scheduler, %.1f us wall for the whole pipeline (target <= 50 us)\n"
-                "- continuous at saturation: %.1f%% of the best-batch capacity (target >= 95%%)\n"
-                "- open loop at 50%% load, p50: continuous %.1f ms vs dynamic %.1f ms (target: "
-                "continuous <= dynamic)\n",
-                r.scheduler_us_per_request, r.overhead_us_per_request,
-                r.continuous_saturation_ratio * 100, r.continuous_p50_at_half_ms,
-                r.dynamic_p50_at_half_ms);
-  md += line;
-  if (r.continuous_vs_naive_c16 > 0) {
-    std::snprintf(line, sizeof(line),
-                  "- closed loop, 16 clients: continuous / naive throughput = %.2f\n",
-                  r.continuous_vs_naive_c16);
-    md += line;
-  }
-  return md;
-}
-
-std::string PipelineBenchJson(const PipelineBenchReport& r) {
-  nlohmann::json j;
-  j["engine"] = r.engine;
-  j["machine"] = r.machine;
-  j["settings"] = r.settings;
-  j["capacity_per_s"] = r.capacity_per_s;
-  j["capacity_batch"] = r.capacity_batch;
-  j["overhead_us_per_request"] = r.overhead_us_per_request;
-  j["overhead_cpu_us_per_request"] = r.overhead_cpu_us_per_request;
-  j["scheduler_us_per_request"] = r.scheduler_us_per_request;
-  j["targets"] = {{"continuous_saturation_ratio", r.continuous_saturation_ratio},
-                  {"continuous_p50_at_half_ms", r.continuous_p50_at_half_ms},
-                  {"dynamic_p50_at_half_ms", r.dynamic_p50_at_half_ms},
-                  {"continuous_vs_naive_c16", r.continuous_vs_naive_c16}};
-  nlohmann::json rows = nlohmann::json::array();
-  for (const PipelineBenchRow& row : r.rows) {
-    rows.push_back({{"policy", row.policy},
-                    {"mode", row.mode},
-                    {"concurrency", row.concurrency},
-                    {"load", row.load},
-                    {"offered_per_s", row.offered_per_s},
-                    {"done", row.done},
-                    {"rejected", row.rejected},
-                    {"throughput_per_s", row.throughput_per_s},
-                    {"p50_ms", row.latency.median_ms},
-                    {"p95_ms", row.latency.p95_ms},
-                    {"p99_ms", row.latency.p99_ms},
-                    {"mean_ms", row.latency.mean_ms},
-                    {"mean_batch_size", row.mean_batch_size},
-                    {"busy_ratio", row.busy_ratio},
-                    {"scheduler_us_per_request", row.scheduler_us_per_request}});
-  }
-  j["rows"] = rows;
-  return j.dump(2) + "\n";
+  return {t};
 }
 
 }  // namespace mogserve::bench

@@ -11,6 +11,7 @@
 
 #include "bench/latency_stats.h"
 #include "bench/pipeline_driver.h"
+#include "bench/result_table.h"
 #include "engine/engine.h"
 #include "scheduler/scheduler_config.h"
 
@@ -25,8 +26,8 @@ struct PipelineBenchOptions {
   // Per point; the first 20% is warm-up and not counted. Open-loop points last for ~150
   // arrivals, between 1x and 3x this.
   double seconds = 6.0;
-  int max_batch_size = 16;
-  double max_delay_ms = 5.0;
+  int max_batch_size = scheduler::SchedulerConfig{}.max_batch_size;
+  double max_delay_ms = DefaultMaxDelayMs();
   // The buffer plan's throughput knee (BufferPlanOptions::throughput_knee): batches are capped
   // where the warm-up's images/s stop rising, as `mogserve serve --batch-knee` does.
   double batch_knee = 0.95;
@@ -78,7 +79,7 @@ struct PipelineBenchReport {
 // Runs every point; progress lines go to stderr. Fails if the real engine cannot be loaded.
 StatusOr<PipelineBenchReport> RunPipelineBench(const PipelineBenchOptions& options);
 
-std::string PipelineBenchMarkdown(const PipelineBenchReport& report);
-std::string PipelineBenchJson(const PipelineBenchReport& report);
+// The report's table: settings and targets as fields, one row per point.
+std::vector<ResultTable> PipelineBenchTables(const PipelineBenchReport& report);
 
 }  // namespace mogserve::bench

@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -21,6 +22,14 @@ using pipeline::PipelineOptions;
 using pipeline::RequestResult;
 using scheduler::Outcome;
 using Steady = std::chrono::steady_clock;
+
+std::chrono::nanoseconds FromMs(double ms);
+
+// A point's start (now), the end of its warm-up (the first 20%) and its end.
+std::array<Steady::time_point, 3> PointWindow(double seconds) {
+  const Steady::time_point start = Steady::now();
+  return {start, start + FromMs(seconds * 200), start + FromMs(seconds * 1000)};
+}
 
 std::chrono::nanoseconds FromMs(double ms) {
   return std::chrono::nanoseconds(static_cast<int64_t>(ms * 1e6));
@@ -220,9 +229,7 @@ StatusOr<PipelineBenchRow> ClosedLoop(const Setup& setup, scheduler::Policy poli
                                       double seconds) {
   MemoryPeaks peaks(setup);
   MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p, MakePipeline(setup, policy));
-  const Steady::time_point start = Steady::now();
-  const Steady::time_point warm = start + FromMs(seconds * 200);
-  const Steady::time_point end = start + FromMs(seconds * 1000);
+  const auto [start, warm, end] = PointWindow(seconds);
   Samples samples;
   std::vector<std::thread> clients;
   for (int c = 0; c < concurrency; ++c) {
@@ -260,9 +267,7 @@ StatusOr<PipelineBenchRow> OpenLoop(const Setup& setup, scheduler::Policy policy
                                     double seconds, uint32_t seed) {
   MemoryPeaks peaks(setup);
   MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p, MakePipeline(setup, policy));
-  const Steady::time_point start = Steady::now();
-  const Steady::time_point warm = start + FromMs(seconds * 200);
-  const Steady::time_point end = start + FromMs(seconds * 1000);
+  const auto [start, warm, end] = PointWindow(seconds);
   Samples samples;
   std::mt19937 rng(seed);
   std::exponential_distribution<double> gap_s(rate);
@@ -306,9 +311,7 @@ StatusOr<StreamPoint> StreamLoop(const Setup& setup, scheduler::Policy policy, i
   std::vector<Counts> counts(static_cast<size_t>(streams));
   std::vector<double> latencies_ms;
   const double period_ms = 1000.0 / options.fps;
-  const Steady::time_point start = Steady::now();
-  const Steady::time_point warm = start + FromMs(seconds * 200);
-  const Steady::time_point end = start + FromMs(seconds * 1000);
+  const auto [start, warm, end] = PointWindow(seconds);
   uint64_t index = 0;
   for (int64_t tick = 0;; ++tick) {
     const Steady::time_point tick_start = start + FromMs(period_ms * static_cast<double>(tick));

@@ -5,6 +5,7 @@
 // The HTTP `bench serve` drives the server with bench/load_generator.h instead.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -45,6 +46,11 @@ class SimulatedEngine final : public engine::Engine {
   engine::EngineInfo info_;
 };
 
+// SchedulerConfig's max_delay in milliseconds: the default every bench starts from, as serve does.
+inline double DefaultMaxDelayMs() {
+  return std::chrono::duration<double, std::milli>(scheduler::SchedulerConfig{}.max_delay).count();
+}
+
 // CPU time (user + system) of the process so far, in seconds.
 double CpuSeconds();
 
@@ -58,8 +64,8 @@ struct Setup {
   std::vector<image::Image> pictures;
   int preprocess_threads = 1;
   int postprocess_threads = 1;
-  int max_batch_size = 16;
-  double max_delay_ms = 5;
+  int max_batch_size = scheduler::SchedulerConfig{}.max_batch_size;
+  double max_delay_ms = DefaultMaxDelayMs();
 };
 
 // The engine's capacity as the warm-up measured it.

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/file_util.h"
 #include "model/mogface/mogface_variant.h"
 #include "model/mogface/synthetic_weights.h"
 
@@ -109,12 +110,11 @@ std::string ResolveReferenceScript(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (const char* env = std::getenv("MOGSERVE_REFERENCE_SCRIPT"); env != nullptr && *env != '\0')
     return env;
-  if (fs::is_regular_file(kScriptRelative)) return kScriptRelative;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path beside = exe.parent_path().parent_path() / kScriptRelative;
-    if (fs::is_regular_file(beside)) return beside.string();
+  // tests/reference/ in the working directory or next to the build, as other project folders.
+  const fs::path script = fs::path(kScriptRelative);
+  const std::string dir = FindProjectFolder(script.parent_path().string());
+  if (!dir.empty() && fs::is_regular_file(fs::path(dir) / script.filename())) {
+    return (fs::path(dir) / script.filename()).string();
   }
   return kScriptRelative;
 }

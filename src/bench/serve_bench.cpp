@@ -273,66 +273,49 @@ StatusOr<ServeBenchReport> RunServeBench(const ServeBenchOptions& o) {
   return report;
 }
 
-std::string ServeBenchMarkdown(const ServeBenchReport& r) {
-  std::string out;
-  char line[512];
-  std::snprintf(line, sizeof(line),
-                "Machine: %s  \nHTTP saturation %.2f img/s, in-process %.2f img/s, ratio %.3f; "
-                "HTTP overhead at concurrency 1: %.2f ms (median)\n\n",
-                r.machine.c_str(), r.http_saturation_per_s, r.in_process_saturation_per_s,
-                r.saturation_ratio, r.http_overhead_ms_at_c1);
-  out += line;
-  out +=
-      "| target | load | offered img/s | img/s | p50 ms | p95 ms | p99 ms | failed | clients "
-      "served |\n";
-  out += "|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+std::vector<ResultTable> ServeBenchTables(const ServeBenchReport& r) {
+  ResultTable t;
+  t.AddField({"machine", "Machine", r.machine})
+      .AddField({"server", "Server", r.server})
+      .AddField({"http_saturation_per_s", "HTTP saturation, img/s", r.http_saturation_per_s, 2})
+      .AddField({"in_process_saturation_per_s", "In-process saturation, img/s",
+                 r.in_process_saturation_per_s, 2})
+      .AddField({"saturation_ratio", "Ratio", r.saturation_ratio, 3})
+      .AddField({"http_overhead_ms_at_c1", "HTTP overhead at concurrency 1, ms (median)",
+                 r.http_overhead_ms_at_c1, 2});
+  const unsigned data = kInJson | kInCsv;
+  t.AddColumn({"target"})
+      .AddColumn({"mode", "", 0, 1, "", false, data})
+      .AddColumn({"load", "load", 0, 1, "", false, kInMarkdown})
+      .AddColumn({"concurrency", "", 0, 1, "", false, data})
+      .AddColumn({"offered_per_s", "offered img/s", 2, 1, "", true})
+      .AddColumn({"seconds", "", 2, 1, "", false, data})
+      .AddColumn({"sent", "", 0, 1, "", false, data})
+      .AddColumn({"ok", "", 0, 1, "", false, data})
+      .AddColumn({"throughput_per_s", "img/s", 2})
+      .AddColumn({"latency_ms.mean", "", 1, 1, "", false, data})
+      .AddColumn({"latency_ms.p50", "p50 ms"})
+      .AddColumn({"latency_ms.p95", "p95 ms"})
+      .AddColumn({"latency_ms.p99", "p99 ms"})
+      .AddColumn({"latency_ms.max", "", 1, 1, "", false, data})
+      .AddColumn({"latency_ms.stddev", "", 1, 1, "", false, data})
+      .AddColumn({"failed"})
+      .AddColumn({"clients_served", "", 0, 1, "", false, data})
+      .AddColumn({"served", "clients served", 0, 1, "", false, kInMarkdown});
   for (const ServeBenchRow& row : r.rows) {
     const bool closed = row.mode == "closed";
-    const std::string load = closed ? "closed, c=" + std::to_string(row.concurrency) : "open (Poisson)";
-    const std::string served = closed ? std::to_string(row.result.clients_served) + "/" +
-                                            std::to_string(row.concurrency)
-                                      : "—";
-    std::snprintf(line, sizeof(line), "| %s | %s | %s | %.2f | %.1f | %.1f | %.1f | %lld | %s |\n",
-                  row.target.c_str(), load.c_str(),
-                  closed ? "—" : std::to_string(row.offered_per_s).substr(0, 6).c_str(),
-                  row.result.throughput_per_s, row.result.latency.median_ms,
-                  row.result.latency.p95_ms, row.result.latency.p99_ms,
-                  static_cast<long long>(row.result.failed), served.c_str());
-    out += line;
-  }
-  return out;
-}
-
-std::string ServeBenchJson(const ServeBenchReport& r) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const ServeBenchRow& row : r.rows) {
     const LatencyStats& l = row.result.latency;
-    rows.push_back({{"target", row.target},
-                    {"mode", row.mode},
-                    {"concurrency", row.concurrency},
-                    {"offered_per_s", row.offered_per_s},
-                    {"seconds", row.result.seconds},
-                    {"sent", row.result.sent},
-                    {"ok", row.result.ok},
-                    {"failed", row.result.failed},
-                    {"throughput_per_s", row.result.throughput_per_s},
-                    {"clients_served", row.result.clients_served},
-                    {"latency_ms",
-                     {{"mean", l.mean_ms},
-                      {"p50", l.median_ms},
-                      {"p95", l.p95_ms},
-                      {"p99", l.p99_ms},
-                      {"max", l.max_ms},
-                      {"stddev", l.stddev_ms}}}});
+    t.AddRow({row.target, row.mode,
+              closed ? "closed, c=" + std::to_string(row.concurrency) : "open (Poisson)",
+              int64_t{row.concurrency}, row.offered_per_s, row.result.seconds,
+              int64_t{row.result.sent}, int64_t{row.result.ok}, row.result.throughput_per_s,
+              l.mean_ms, l.median_ms, l.p95_ms, l.p99_ms, l.max_ms, l.stddev_ms,
+              int64_t{row.result.failed}, int64_t{row.result.clients_served},
+              closed ? Cell{std::to_string(row.result.clients_served) + "/" +
+                            std::to_string(row.concurrency)}
+                     : Cell{}});
   }
-  return nlohmann::json({{"machine", r.machine},
-                         {"server", r.server},
-                         {"http_saturation_per_s", r.http_saturation_per_s},
-                         {"in_process_saturation_per_s", r.in_process_saturation_per_s},
-                         {"saturation_ratio", r.saturation_ratio},
-                         {"http_overhead_ms_at_c1", r.http_overhead_ms_at_c1},
-                         {"rows", rows}})
-      .dump(2);
+  return {t};
 }
 
 }  // namespace mogserve::bench

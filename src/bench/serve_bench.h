@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/load_generator.h"
+#include "bench/result_table.h"
 #include "mogserve/status.h"
 
 namespace mogserve::bench {
@@ -61,7 +62,7 @@ struct ServeBenchReport {
 };
 
 StatusOr<ServeBenchReport> RunServeBench(const ServeBenchOptions& options);
-std::string ServeBenchMarkdown(const ServeBenchReport& report);
-std::string ServeBenchJson(const ServeBenchReport& report);
+// The report's table: the saturation figures as fields, one row per point.
+std::vector<ResultTable> ServeBenchTables(const ServeBenchReport& report);
 
 }  // namespace mogserve::bench

@@ -15,7 +15,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
@@ -348,94 +347,122 @@ StatusOr<VideoSearch> SearchMaxStreams(pipeline::Pipeline& pipeline,
   return search;
 }
 
-std::string VideoBenchMarkdown(const VideoBenchReport& r) {
-  std::ostringstream out;
-  out << "## bench video: real-time camera streams\n\n"
-      << "- engine: " << r.engine << "\n- machine: " << r.machine << "\n- clip: " << r.clip
-      << "\n- " << r.settings << "\n\n"
-      << "| scheduler | detect fps | max real-time streams | detected/s | p50 ms | p99 ms | "
-         "mean batch | engine busy | decode ms/frame | decode cores | process cores |\n"
-      << "|---|---|---|---|---|---|---|---|---|---|---|\n";
-  char line[400];
+namespace {
+
+// Per search, the figures of its largest real-time point (of the first point when none passed).
+ResultTable VideoSummaryTable(const VideoBenchReport& r) {
+  ResultTable t;
+  t.title = "bench video: real-time camera streams";
+  t.rows_key.clear();  // the JSON holds the points themselves
+  t.AddField({"engine", "engine", r.engine})
+      .AddField({"machine", "machine", r.machine})
+      .AddField({"clip", "clip", r.clip})
+      .AddField({"settings", "settings", r.settings});
+  t.AddColumn({"scheduler"})
+      .AddColumn({"detect_fps", "", 0, 1, "", false, kInCsv})
+      .AddColumn({"detect_fps_shown", "detect fps", 0, 1, "", false, kInMarkdown})
+      .AddColumn({"max_realtime_streams", "", 0, 1, "", false, kInCsv})
+      .AddColumn({"max_shown", "max real-time streams", 0, 1, "", false, kInMarkdown})
+      .AddColumn({"detected_per_s", "detected/s"})
+      .AddColumn({"p50_ms", "p50 ms", 0})
+      .AddColumn({"p99_ms", "p99 ms", 0})
+      .AddColumn({"mean_batch_size", "mean batch", 2})
+      .AddColumn({"busy_ratio", "engine busy", 0, 100, " %"})
+      .AddColumn({"decode_cpu_ms_per_frame", "decode ms/frame", 2})
+      .AddColumn({"decode_cores", "decode cores", 2})
+      .AddColumn({"process_cores", "process cores", 2});
   for (const VideoSearch& s : r.searches) {
-    // The figures of the largest real-time point (of the first point when none passed).
     const VideoPoint* shown = s.points.empty() ? nullptr : &s.points.front();
     for (const VideoPoint& p : s.points) {
       if (p.all_realtime && p.streams == s.max_realtime_streams) shown = &p;
     }
     if (shown == nullptr) continue;
-    std::snprintf(
-        line, sizeof(line),
-        "| %s | %s | **%d** | %.1f | %.0f | %.0f | %.2f | %.0f %% | %.2f | %.2f | %.2f |\n",
-        s.scheduler.c_str(),
-        s.detect_fps > 0 ? std::to_string(static_cast<int>(s.detect_fps)).c_str() : "all (25)",
-        s.max_realtime_streams, shown->detected_per_s, shown->latency.median_ms,
-        shown->latency.p99_ms, shown->mean_batch_size, 100 * shown->busy_ratio,
-        shown->decode_cpu_ms_per_frame, shown->decode_cores, shown->process_cores);
-    out << line;
+    t.AddRow({s.scheduler, s.detect_fps,
+              s.detect_fps > 0 ? Cell{std::to_string(static_cast<int>(s.detect_fps))}
+                               : Cell{std::string("all (25)")},
+              int64_t{s.max_realtime_streams}, "**" + std::to_string(s.max_realtime_streams) + "**",
+              shown->detected_per_s, shown->latency.median_ms, shown->latency.p99_ms,
+              shown->mean_batch_size, shown->busy_ratio, shown->decode_cpu_ms_per_frame,
+              shown->decode_cores, shown->process_cores});
   }
-  out << "\nFigures are those of the largest real-time point (of N = 1 when none was).\n\n"
-      << "Points, in the order run:\n\n"
-      << "| scheduler | detect fps | N | real-time | sent | decoded | submitted | in time | late "
-         "| superseded | expired/failed | p99 ms | why missed |\n"
-      << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const VideoSearch& s : r.searches) {
-    for (const VideoPoint& p : s.points) {
-      std::snprintf(line, sizeof(line),
-                    "| %s | %g | %d | %d/%d | %lld | %lld | %lld | %lld | %lld | %lld | %lld | "
-                    "%.0f | %s |\n",
-                    p.scheduler.c_str(), p.detect_fps, p.streams, p.realtime_streams, p.streams,
-                    static_cast<long long>(p.sent), static_cast<long long>(p.decoded),
-                    static_cast<long long>(p.submitted), static_cast<long long>(p.in_time),
-                    static_cast<long long>(p.late), static_cast<long long>(p.superseded),
-                    static_cast<long long>(p.expired), p.latency.p99_ms, p.failure.c_str());
-      out << line;
-    }
-  }
-  return out.str();
+  t.notes.push_back("Figures are those of the largest real-time point (of N = 1 when none was).");
+  return t;
 }
 
-std::string VideoBenchJson(const VideoBenchReport& r) {
-  nlohmann::json j;
-  j["machine"] = r.machine;
-  j["engine"] = r.engine;
-  j["clip"] = r.clip;
-  j["settings"] = r.settings;
-  nlohmann::json searches = nlohmann::json::array();
+// Every point in the order run; JSON: "searches": [{scheduler, detect_fps,
+// max_realtime_streams, "points": [...]}].
+ResultTable VideoPointsTable(const VideoBenchReport& r) {
+  ResultTable t;
+  t.intro = "Points, in the order run:";
+  t.rows_key = "searches";
+  t.group_columns = 3;
+  t.nest_key = "points";
+  const unsigned data = kInJson | kInCsv;
+  t.AddColumn({"scheduler"})
+      .AddColumn({"detect_fps", "detect fps", 0})
+      .AddColumn({"max_realtime_streams", "", 0, 1, "", false, data})
+      .AddColumn({"streams", "N"})
+      .AddColumn({"window_s", "", 2, 1, "", false, data})
+      .AddColumn({"realtime", "real-time", 0, 1, "", false, kInMarkdown})
+      .AddColumn({"sent"})
+      .AddColumn({"decoded"})
+      .AddColumn({"dropped_catchup", "", 0, 1, "", false, data})
+      .AddColumn({"sampled_out", "", 0, 1, "", false, data})
+      .AddColumn({"submitted"})
+      .AddColumn({"in_time", "in time"})
+      .AddColumn({"late"})
+      .AddColumn({"superseded"})
+      .AddColumn({"expired_or_failed", "expired/failed"})
+      .AddColumn({"realtime_streams", "", 0, 1, "", false, data})
+      .AddColumn({"all_realtime", "", 0, 1, "", false, data})
+      .AddColumn({"detected_per_s", "", 1, 1, "", false, data})
+      .AddColumn({"p50_ms", "", 1, 1, "", false, data})
+      .AddColumn({"p95_ms", "", 1, 1, "", false, data})
+      .AddColumn({"p99_ms", "p99 ms", 0})
+      .AddColumn({"mean_batch_size", "", 2, 1, "", false, data})
+      .AddColumn({"busy_ratio", "", 2, 1, "", false, data})
+      .AddColumn({"decode_cpu_ms_per_frame", "", 2, 1, "", false, data})
+      .AddColumn({"decode_cores", "", 2, 1, "", false, data})
+      .AddColumn({"process_cores", "", 2, 1, "", false, data})
+      .AddColumn({"failure", "why missed"});
   for (const VideoSearch& s : r.searches) {
-    nlohmann::json points = nlohmann::json::array();
     for (const VideoPoint& p : s.points) {
-      points.push_back({{"streams", p.streams},
-                        {"window_s", p.window_s},
-                        {"sent", p.sent},
-                        {"decoded", p.decoded},
-                        {"dropped_catchup", p.dropped_catchup},
-                        {"sampled_out", p.sampled_out},
-                        {"submitted", p.submitted},
-                        {"in_time", p.in_time},
-                        {"late", p.late},
-                        {"superseded", p.superseded},
-                        {"expired_or_failed", p.expired},
-                        {"realtime_streams", p.realtime_streams},
-                        {"all_realtime", p.all_realtime},
-                        {"detected_per_s", p.detected_per_s},
-                        {"p50_ms", p.latency.median_ms},
-                        {"p95_ms", p.latency.p95_ms},
-                        {"p99_ms", p.latency.p99_ms},
-                        {"mean_batch_size", p.mean_batch_size},
-                        {"busy_ratio", p.busy_ratio},
-                        {"decode_cpu_ms_per_frame", p.decode_cpu_ms_per_frame},
-                        {"decode_cores", p.decode_cores},
-                        {"process_cores", p.process_cores},
-                        {"failure", p.failure}});
+      t.AddRow({s.scheduler,
+                s.detect_fps,
+                int64_t{s.max_realtime_streams},
+                int64_t{p.streams},
+                p.window_s,
+                std::to_string(p.realtime_streams) + "/" + std::to_string(p.streams),
+                int64_t{p.sent},
+                int64_t{p.decoded},
+                int64_t{p.dropped_catchup},
+                int64_t{p.sampled_out},
+                int64_t{p.submitted},
+                int64_t{p.in_time},
+                int64_t{p.late},
+                int64_t{p.superseded},
+                int64_t{p.expired},
+                int64_t{p.realtime_streams},
+                p.all_realtime,
+                p.detected_per_s,
+                p.latency.median_ms,
+                p.latency.p95_ms,
+                p.latency.p99_ms,
+                p.mean_batch_size,
+                p.busy_ratio,
+                p.decode_cpu_ms_per_frame,
+                p.decode_cores,
+                p.process_cores,
+                p.failure});
     }
-    searches.push_back({{"scheduler", s.scheduler},
-                        {"detect_fps", s.detect_fps},
-                        {"max_realtime_streams", s.max_realtime_streams},
-                        {"points", points}});
   }
-  j["searches"] = searches;
-  return j.dump(2) + "\n";
+  return t;
+}
+
+}  // namespace
+
+std::vector<ResultTable> VideoBenchTables(const VideoBenchReport& r) {
+  return {VideoSummaryTable(r), VideoPointsTable(r)};
 }
 
 }  // namespace mogserve::bench

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bench/latency_stats.h"
+#include "bench/result_table.h"
 #include "mogserve/status.h"
 #include "pipeline/pipeline.h"
 
@@ -93,7 +94,7 @@ struct VideoBenchReport {
   std::vector<VideoSearch> searches;
 };
 
-std::string VideoBenchMarkdown(const VideoBenchReport& report);
-std::string VideoBenchJson(const VideoBenchReport& report);
+// Two tables: per search, its largest real-time point; then every point in the order run.
+std::vector<ResultTable> VideoBenchTables(const VideoBenchReport& report);
 
 }  // namespace mogserve::bench

@@ -36,8 +36,7 @@ struct BenchFlags {
   std::string reference_python;
   std::string reference_script;
   CLI::Option* sizes_option = nullptr;
-  std::string json_path;
-  std::string markdown_path;
+  BenchOutputFlags output;
 };
 
 // The rows to measure: the model's defaults unless a flag was given.
@@ -103,17 +102,10 @@ StatusOr<bench::EngineBenchOptions> ToBenchOptions(const BenchFlags& flags) {
 
 int RunEngineBenchCommand(const BenchFlags& flags) {
   auto options = ToBenchOptions(flags);
-  if (!options.ok()) {
-    std::cerr << "error: " << options.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!options.ok()) return PrintError(options.status().message(), kExitUsage);
   auto report = bench::RunEngineBench(*options);
-  if (!report.ok()) {
-    std::cerr << "error: " << report.status().ToString() << "\n";
-    return kExitFatal;
-  }
-  return PrintBenchResult(bench::EngineBenchMarkdown(*report), bench::EngineBenchJson(*report),
-                          flags.json_path, flags.markdown_path);
+  if (!report.ok()) return PrintError(report.status().ToString(), kExitFatal);
+  return PrintBenchTables(bench::EngineBenchTables(*report), flags.output);
 }
 
 void AddRowFlags(CLI::App& engine, BenchFlags& flags) {
@@ -180,8 +172,7 @@ CommandRunner RegisterBenchCommand(CLI::App& app) {
   engine->add_flag("--default-only", flags->default_only,
                    "SSD: only the default variant (skip NCHW and system-allocator rows)");
   AddMogFaceFlags(*engine, *flags);
-  engine->add_option("--json", flags->json_path, "Also write the results as JSON here");
-  engine->add_option("--markdown", flags->markdown_path, "Also write the Markdown table here");
+  AddBenchOutputFlags(*engine, flags->output);
   CommandRunner pipeline = RegisterBenchPipelineCommand(app);
   CommandRunner serve = RegisterBenchServeCommand(app);
   CommandRunner report = RegisterBenchReportCommand(app);

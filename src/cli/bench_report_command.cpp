@@ -4,36 +4,20 @@
 #include <memory>
 
 #include "bench/bench_report.h"
+#include "cli/bench_pipeline_command.h"
 #include "cli/commands.h"
 #include "common/file_util.h"
 
 namespace mogserve::cli {
 namespace {
 
+// The report's own options, bound to the flags; what needs converting or checking beside them.
 struct BenchReportFlags {
   EngineFlags engine;
+  bench::BenchReportOptions options;
   std::string out = "bench-report";
-  bool quick = false;
-  bool simulate = false;
-  double sim_intercept_ms = 5.0;
-  double sim_per_image_ms = 26.0;
   std::vector<std::string> precisions;
-  int size = 320;
-  std::string images_dir;
-  int runs = 100;
-  int warmup = 3;
-  std::vector<int> batch_sizes = {1, 4, 8, 16, 32};
-  int images = 100;
-  std::vector<std::string> policies = {"naive", "dynamic", "continuous", "adaptive"};
-  std::vector<double> loads = {0.1, 0.25, 0.5, 0.75, 0.9, 1.0, 1.2};
-  int clients = 16;
-  double naive_load = 0.8;
-  double seconds = 0;
-  int max_streams = 0;
-  int max_batch_size = 16;
-  double max_delay_ms = 5.0;
-  double batch_knee = 0.95;
-  std::string gnuplot = "gnuplot";
+  std::string guide_claims;
 };
 
 // The command line as typed, from /proc/self/cmdline, quoted where needed.
@@ -65,25 +49,21 @@ std::string CommandLine() {
   return line;
 }
 
+// --quick's smaller defaults (explicit flags still win), the precisions and the engine.
 StatusOr<bench::BenchReportOptions> ToOptions(BenchReportFlags flags, const CLI::App& app) {
-  bench::BenchReportOptions o;
-  const bool explicit_seconds = app.count("--seconds") > 0;
-  if (flags.quick) {
-    // Under 5 minutes on 2 cores for SSD; explicit flags still win.
-    if (app.count("--runs") == 0) flags.runs = 30;
-    if (app.count("--warmup") == 0) flags.warmup = 2;
-    if (app.count("--images") == 0) flags.images = 32;
-    if (app.count("--loads") == 0) flags.loads = {0.25, 0.6, 0.9, 1.1};
+  bench::BenchReportOptions& o = flags.options;
+  if (o.quick) {
+    // Under 5 minutes on 2 cores for SSD.
+    if (app.count("--runs") == 0) o.runs = 30;
+    if (app.count("--warmup") == 0) o.warmup = 2;
+    if (app.count("--images") == 0) o.images = 32;
+    if (app.count("--loads") == 0) o.loads = {0.25, 0.6, 0.9, 1.1};
     o.min_requests = 40;
     o.min_seconds = 2;
     o.max_seconds = 6;
     o.stream_seconds = 4;
   }
-  o.quick = flags.quick;
-  o.simulate = flags.simulate;
-  o.sim_intercept_ms = flags.sim_intercept_ms;
-  o.sim_per_image_ms = flags.sim_per_image_ms;
-  if (!flags.simulate) {
+  if (!o.simulate) {
     MOGSERVE_ASSIGN_OR_RETURN(o.engine, ToEngineOptions(flags.engine));
   }
   for (const std::string& name : flags.precisions) {
@@ -91,31 +71,12 @@ StatusOr<bench::BenchReportOptions> ToOptions(BenchReportFlags flags, const CLI:
     if (!p.ok()) return InvalidArgument("--precisions: " + p.status().message());
     o.precisions.push_back(*p);
   }
-  if (flags.precisions.empty() && !flags.simulate && app.count("--precision") > 0) {
+  if (flags.precisions.empty() && !o.simulate && app.count("--precision") > 0) {
     o.precisions = {o.engine.precision};
   }
-  if (flags.size % 32 != 0) return InvalidArgument("--size must be a multiple of 32");
-  o.mogface_size = flags.size;
-  o.images_dir = flags.images_dir;
-  o.runs = flags.runs;
-  o.warmup = flags.warmup;
-  o.batch_sizes = flags.batch_sizes;
-  o.images = flags.images;
-  o.policies.clear();
-  for (const std::string& name : flags.policies) {
-    StatusOr<scheduler::Policy> p = scheduler::ParsePolicy(name);
-    if (!p.ok()) return InvalidArgument("--policies: " + p.status().message());
-    o.policies.push_back(*p);
-  }
-  o.loads = flags.loads;
-  o.clients = flags.clients;
-  o.naive_load = flags.naive_load;
-  o.seconds = explicit_seconds ? flags.seconds : 0;
-  o.max_streams = flags.max_streams;
-  o.max_batch_size = flags.max_batch_size;
-  o.max_delay_ms = flags.max_delay_ms;
-  o.batch_knee = flags.batch_knee;
-  o.gnuplot = flags.gnuplot;
+  if (o.mogface_size % 32 != 0) return InvalidArgument("--size must be a multiple of 32");
+  MOGSERVE_ASSIGN_OR_RETURN(o.guide_claims,
+                            bench::LoadGuideClaims(bench::FindGuideClaims(flags.guide_claims)));
   o.command = CommandLine();
   return o;
 }
@@ -124,7 +85,7 @@ int RunBenchReport(const BenchReportFlags& flags, const CLI::App& app) {
   StatusOr<bench::BenchReportOptions> options = ToOptions(flags, app);
   if (!options.ok()) {
     std::cerr << "error: " << options.status().message() << "\n";
-    return kExitUsage;
+    return options.status().code() == StatusCode::kNotFound ? kExitFatal : kExitUsage;
   }
   std::error_code ec;
   std::filesystem::create_directories(flags.out, ec);
@@ -137,19 +98,21 @@ int RunBenchReport(const BenchReportFlags& flags, const CLI::App& app) {
     std::cerr << "error: " << report.status().ToString() << "\n";
     return report.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
   }
-  bench::WriteBenchReportPlots(flags.out, flags.gnuplot, &*report);
+  bench::WriteBenchReportPlots(flags.out, options->gnuplot, &*report);
   if (!report->plots_generated) std::cerr << "note: " << report->plots_note << "\n";
   const std::filesystem::path dir(flags.out);
-  for (const auto& [name, text] :
-       {std::pair{std::string("report.md"), bench::BenchReportMarkdown(*report)},
-        std::pair{std::string("report.json"), bench::BenchReportJson(*report)}}) {
-    if (Status s = WriteTextFile((dir / name).string(), text); !s.ok()) {
+  const std::vector<bench::ResultTable> tables = bench::BenchReportTables(*report);
+  for (const auto& [name, format] : {std::pair{"report.md", bench::Format::kMarkdown},
+                                     std::pair{"report.json", bench::Format::kJson},
+                                     std::pair{"report.csv", bench::Format::kCsv}}) {
+    if (Status s = WriteTextFile((dir / name).string(), bench::Print(tables, format)); !s.ok()) {
       std::cerr << "error: " << s.message() << "\n";
       return kExitFatal;
     }
   }
   std::cout << "wrote " << (dir / "report.md").string() << ", " << (dir / "report.json").string()
-            << " and " << report->plot_files.size() << " plot file(s)\n";
+            << ", " << (dir / "report.csv").string() << " and " << report->plot_files.size()
+            << " plot file(s)\n";
   return kExitOk;
 }
 
@@ -162,84 +125,55 @@ CommandRunner RegisterBenchReportCommand(CLI::App& bench_app) {
       "The whole suite (precision, batch size, naive vs optimised, throughput vs latency, camera "
       "streams, machine) as report.md, report.json and gnuplot plots in --out");
   AddEngineFlags(*app, flags->engine);
+  AddSchedulerBenchFlags(*app, flags->options);
   app->add_option("--out", flags->out, "Folder to write report.md, report.json and the plots to")
       ->capture_default_str();
-  app->add_flag("--quick", flags->quick,
+  app->add_flag("--quick", flags->options.quick,
                 "Bounded run (under 5 min for SSD on 2 cores): 30 runs, 32 images, loads "
                 "0.25,0.6,0.9,1.1, points of 2-6 s, 4 s per stream count");
-  app->add_flag("--simulate", flags->simulate,
+  app->add_flag("--simulate", flags->options.simulate,
                 "Simulated engine (sleeps a*n + b per batch of n) instead of the model");
-  app->add_option("--sim-batch-ms", flags->sim_intercept_ms,
-                  "Simulated engine: fixed milliseconds per batch (b in a*n + b)")
-      ->check(CLI::Range(0.0, 100000.0))
-      ->capture_default_str();
-  app->add_option("--sim-image-ms", flags->sim_per_image_ms,
-                  "Simulated engine: milliseconds per image (a in a*n + b)")
-      ->check(CLI::Range(0.0, 100000.0))
-      ->capture_default_str();
   app->add_option("--precisions", flags->precisions,
                   "Precisions of sections 1-2: fp32, bf16, fp16 (default: --precision if given, "
                   "else SSD fp32, MogFace fp32,bf16)")
       ->delimiter(',');
-  app->add_option("--size", flags->size, "MogFace: square canvas side, a multiple of 32")
-      ->check(CLI::Range(32, 4096))
-      ->capture_default_str();
-  app->add_option("--images-dir", flags->images_dir,
+  AddBounded(*app, "--size", flags->options.mogface_size,
+             "MogFace: square canvas side, a multiple of 32", 32, 4096);
+  app->add_option("--images-dir", flags->options.images_dir,
                   "Photos to measure with (default: tests/data/photos in the working directory "
                   "or next to the build; random canvases when none)");
-  app->add_option("--runs", flags->runs, "Timed single-image runs per precision (quick: 30)")
-      ->check(CLI::Range(1, 1000000))
-      ->capture_default_str();
-  app->add_option("--warmup", flags->warmup, "Untimed single-image runs first (quick: 2)")
-      ->check(CLI::Range(0, 10000))
-      ->capture_default_str();
-  app->add_option("--batch-sizes", flags->batch_sizes, "Batch sizes of section 2")
-      ->delimiter(',')
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
-  app->add_option("--images", flags->images, "Images per batch-size row (quick: 32)")
-      ->check(CLI::Range(1, 1000000))
-      ->capture_default_str();
-  app->add_option("--policies", flags->policies, "Policies of sections 4 and 5")
-      ->delimiter(',')
-      ->capture_default_str();
-  app->add_option("--loads", flags->loads,
-                  "Section 4 offered loads, as fractions of the pipeline's capacity (the best "
-                  "closed-loop throughput of section 3; quick: 0.25,0.6,0.9,1.1)")
-      ->delimiter(',')
-      ->check(CLI::Range(0.01, 10.0))
-      ->capture_default_str();
-  app->add_option("--clients", flags->clients, "Section 3 closed-loop clients")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  app->add_option("--naive-load", flags->naive_load,
-                  "Section 3 open loop: offered rate as a fraction of what the naive policy "
-                  "sustains in section 3's closed loop")
-      ->check(CLI::Range(0.01, 10.0))
-      ->capture_default_str();
-  app->add_option("--seconds", flags->seconds,
+  AddBounded(*app, "--runs", flags->options.runs,
+             "Timed single-image runs per precision (quick: 30)", 1, 1000000);
+  AddBounded(*app, "--warmup", flags->options.warmup, "Untimed single-image runs first (quick: 2)",
+             0, 10000);
+  AddBoundedList(*app, "--batch-sizes", flags->options.batch_sizes, "Batch sizes of section 2", 1,
+                 256);
+  AddBounded(*app, "--images", flags->options.images, "Images per batch-size row (quick: 32)", 1,
+             1000000);
+  AddBoundedList(*app, "--loads", flags->options.loads,
+                 "Section 4 offered loads, as fractions of the pipeline's capacity (the best "
+                 "closed-loop throughput of section 3; quick: 0.25,0.6,0.9,1.1)",
+                 0.01, 10.0);
+  AddBounded(*app, "--clients", flags->options.clients, "Section 3 closed-loop clients", 1, 1024);
+  AddBounded(*app, "--naive-load", flags->options.naive_load,
+             "Section 3 open loop: offered rate as a fraction of what the naive policy "
+             "sustains in section 3's closed loop",
+             0.01, 10.0);
+  app->add_option("--seconds", flags->options.seconds,
                   "Seconds per load point and per stream count (default: scaled to the "
                   "capacity: enough for 200 requests within 5-20 s, quick 40 within 2-6 s; "
                   "streams 10 s, quick 4 s)")
       ->check(CLI::Range(0.1, 3600.0));
-  app->add_option("--max-streams", flags->max_streams,
+  app->add_option("--max-streams", flags->options.max_streams,
                   "Most camera streams to try per policy (default: the pipeline's capacity / 25 "
                   "+ 1, at most 64)")
       ->check(CLI::Range(1, 1024));
-  app->add_option("--max-batch-size", flags->max_batch_size, "Largest scheduler batch")
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
-  app->add_option("--max-delay-ms", flags->max_delay_ms, "Longest wait to grow a batch")
-      ->check(CLI::Range(0.0, 10000.0))
-      ->capture_default_str();
-  app->add_option("--batch-knee", flags->batch_knee,
-                  "Cap batches at the smallest warm-up batch size reaching this fraction of the "
-                  "best measured throughput (0: --max-batch-size only)")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  app->add_option("--gnuplot", flags->gnuplot,
+  app->add_option("--gnuplot", flags->options.gnuplot,
                   "gnuplot executable (plots are skipped, and the report says so, without one)")
       ->capture_default_str();
+  app->add_option("--guide-claims", flags->guide_claims,
+                  "The deployment guide's claims to compare with (default: "
+                  "docs/bench/guide_claims.json in the working directory or next to the build)");
   return [flags, app] { return RunBenchReport(*flags, *app); };
 }
 

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "bench/serve_bench.h"
+#include "cli/bench_pipeline_command.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
 #include "cli/serving_stack.h"
@@ -16,19 +17,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The bench's own options, bound to the flags; the photos folder, the serve flags and the
+// output files beside them.
 struct BenchServeFlags {
+  bench::ServeBenchOptions options;
   std::string images = "tests/data/photos";
-  std::string url;
-  std::string api_key;
-  std::string protocol = "v1";
-  std::string model_name;
-  std::vector<int> concurrency = {1, 4, 16, 64};
-  std::vector<double> load_fractions = {0.25, 0.5, 0.75, 0.9};
-  double seconds = 5;
-  double warmup = 1;
   bool no_in_process = false;
-  std::string json_path;
-  std::string markdown_path;
+  BenchOutputFlags output;
   std::vector<std::string> serve_args;
 };
 
@@ -74,36 +69,24 @@ StatusOr<std::vector<std::string>> LoadImages(const std::string& dir) {
 }
 
 int Run(const BenchServeFlags& f) {
-  bench::ServeBenchOptions o;
+  bench::ServeBenchOptions o = f.options;
   auto images = LoadImages(f.images);
   if (!images.ok()) {
     std::cerr << "error: " << images.status().message() << "\n";
     return kExitUsage;
   }
   o.images = std::move(*images);
-  o.url = f.url;
-  o.api_key = f.api_key;
-  o.protocol = f.protocol;
-  o.model_name = f.model_name;
-  o.concurrency = f.concurrency;
-  o.load_fractions = f.load_fractions;
-  o.seconds = f.seconds;
-  o.warmup_seconds = f.warmup;
   o.server_command = {
       fs::read_symlink("/proc/self/exe").string(), "serve", "--port", "0", "--access-log", "off"};
   o.server_command.insert(o.server_command.end(), f.serve_args.begin(), f.serve_args.end());
   if (!f.no_in_process) {
     // Parsed up front, so a bad serve flag fails before any load runs.
-    auto flags = std::make_shared<ServeFlags>();
-    CLI::App parser;
-    AddServeFlags(parser, *flags);
-    try {
-      std::vector<std::string> args(f.serve_args.rbegin(), f.serve_args.rend());
-      parser.parse(args);
-    } catch (const CLI::ParseError& e) {
-      std::cerr << "error: serve flags after --: " << e.what() << "\n";
+    StatusOr<ServeFlags> parsed = ParseServeArgs(f.serve_args);
+    if (!parsed.ok()) {
+      std::cerr << "error: " << parsed.status().message() << "\n";
       return kExitUsage;
     }
+    auto flags = std::make_shared<ServeFlags>(std::move(*parsed));
     o.in_process = [flags]() -> StatusOr<std::unique_ptr<bench::DetectTarget>> {
       MOGSERVE_ASSIGN_OR_RETURN(LoadedEngines loaded, LoadEngines(*flags));
       MOGSERVE_ASSIGN_OR_RETURN(ServingPipeline serving,
@@ -117,8 +100,7 @@ int Run(const BenchServeFlags& f) {
     std::cerr << "error: " << report.status().message() << "\n";
     return kExitFatal;
   }
-  return PrintBenchResult(bench::ServeBenchMarkdown(*report), bench::ServeBenchJson(*report),
-                          f.json_path, f.markdown_path);
+  return PrintBenchTables(bench::ServeBenchTables(*report), f.output);
 }
 
 }  // namespace
@@ -131,33 +113,24 @@ CommandRunner RegisterBenchServeCommand(CLI::App& bench) {
   auto f = std::make_shared<BenchServeFlags>();
   app->add_option("--images", f->images, "Folder of photos to send (round robin)")
       ->capture_default_str();
-  app->add_option("--url", f->url, "Use this running server instead of spawning one");
-  app->add_option("--api-key", f->api_key, "Bearer key for --url");
-  app->add_option("--protocol", f->protocol,
+  app->add_option("--url", f->options.url, "Use this running server instead of spawning one");
+  app->add_option("--api-key", f->options.api_key, "Bearer key for --url");
+  app->add_option("--protocol", f->options.protocol,
                   "v1: POST /v1/detect with the photo as the body; v2: the Open Inference "
                   "Protocol's binary tensors, one image per POST /v2/models/NAME/infer")
       ->check(CLI::IsMember({"v1", "v2"}))
       ->capture_default_str();
-  app->add_option("--model-name", f->model_name,
+  app->add_option("--model-name", f->options.model_name,
                   "The model's name in /v2 paths (default: the name /v1/models gives)");
-  app->add_option("--concurrency", f->concurrency, "Closed-loop client counts")
-      ->delimiter(',')
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  app->add_option("--load-fractions", f->load_fractions,
-                  "Open-loop rates as fractions of the best closed-loop throughput")
-      ->delimiter(',')
-      ->check(CLI::Range(0.01, 10.0))
-      ->capture_default_str();
-  app->add_option("--seconds", f->seconds, "Measured seconds per point")
-      ->check(CLI::Range(0.1, 3600.0))
-      ->capture_default_str();
-  app->add_option("--warmup", f->warmup, "Unmeasured seconds before each closed-loop point")
-      ->check(CLI::Range(0.0, 600.0))
-      ->capture_default_str();
+  AddBoundedList(*app, "--concurrency", f->options.concurrency, "Closed-loop client counts", 1,
+                 1024);
+  AddBoundedList(*app, "--load-fractions", f->options.load_fractions,
+                 "Open-loop rates as fractions of the best closed-loop throughput", 0.01, 10.0);
+  AddBounded(*app, "--seconds", f->options.seconds, "Measured seconds per point", 0.1, 3600.0);
+  AddBounded(*app, "--warmup", f->options.warmup_seconds,
+             "Unmeasured seconds before each closed-loop point", 0.0, 600.0);
   app->add_flag("--no-in-process", f->no_in_process, "HTTP only (no ratio)");
-  app->add_option("--json", f->json_path, "Also write the results as JSON here");
-  app->add_option("--markdown", f->markdown_path, "Also write the Markdown table here");
+  AddBenchOutputFlags(*app, f->output);
   app->add_option("serve_args", f->serve_args, "Flags for `mogserve serve`, after --");
   return [f] { return Run(*f); };
 }

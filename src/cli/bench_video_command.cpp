@@ -5,6 +5,7 @@
 
 #include "bench/engine_bench.h"
 #include "bench/video_bench.h"
+#include "cli/bench_pipeline_command.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
 #include "cli/serve_streams.h"
@@ -22,25 +23,11 @@ struct BenchVideoFlags {
   bench::VideoBenchOptions options;
   std::vector<std::string> schedulers = {"naive", "continuous", "adaptive"};
   std::vector<double> detect_fps = {0, 5};
-  std::string json_path;
-  std::string markdown_path;
+  BenchOutputFlags output;
   std::vector<std::string> serve_args;
 };
 
 #ifdef MOGSERVE_WITH_VIDEO
-
-StatusOr<ServeFlags> ParseServeArgs(const std::vector<std::string>& serve_args) {
-  ServeFlags flags;
-  CLI::App parser;
-  AddServeFlags(parser, flags);
-  try {
-    std::vector<std::string> args(serve_args.rbegin(), serve_args.rend());
-    parser.parse(args);
-  } catch (const CLI::ParseError& e) {
-    return InvalidArgument(std::string("serve flags after --: ") + e.what());
-  }
-  return flags;
-}
 
 std::string DescribeClip(const std::string& path, const video::ClipInfo& c) {
   char text[240];
@@ -126,8 +113,7 @@ int Run(const BenchVideoFlags& f) {
     }
     serving->pipeline->Shutdown();
   }
-  return PrintBenchResult(bench::VideoBenchMarkdown(report), bench::VideoBenchJson(report),
-                          f.json_path, f.markdown_path);
+  return PrintBenchTables(bench::VideoBenchTables(report), f.output);
 }
 
 #else
@@ -158,23 +144,14 @@ CommandRunner RegisterBenchVideoCommand(CLI::App& bench) {
   app->add_option("--schedulers", f->schedulers, "Batching policies to compare")
       ->delimiter(',')
       ->capture_default_str();
-  app->add_option("--detect-fps", f->detect_fps,
-                  "Detection rates per stream to measure (0: every frame)")
-      ->delimiter(',')
-      ->check(CLI::Range(0.0, 1000.0))
-      ->capture_default_str();
-  app->add_option("--seconds", f->options.seconds, "Seconds per point (first 20% is warm-up)")
-      ->check(CLI::Range(2.0, 3600.0))
-      ->capture_default_str();
-  app->add_option("--max-streams", f->options.max_streams, "Largest N tried")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  app->add_option("--deadline-ms", f->options.deadline_ms,
-                  "A frame answered later than this after its arrival is late")
-      ->check(CLI::Range(1.0, 60000.0))
-      ->capture_default_str();
-  app->add_option("--json", f->json_path, "Also write the results as JSON here");
-  app->add_option("--markdown", f->markdown_path, "Also write the Markdown tables here");
+  AddBoundedList(*app, "--detect-fps", f->detect_fps,
+                 "Detection rates per stream to measure (0: every frame)", 0.0, 1000.0);
+  AddBounded(*app, "--seconds", f->options.seconds, "Seconds per point (first 20% is warm-up)", 2.0,
+             3600.0);
+  AddBounded(*app, "--max-streams", f->options.max_streams, "Largest N tried", 1, 1024);
+  AddBounded(*app, "--deadline-ms", f->options.deadline_ms,
+             "A frame answered later than this after its arrival is late", 1.0, 60000.0);
+  AddBenchOutputFlags(*app, f->output);
   app->add_option("serve_args", f->serve_args, "Flags for `mogserve serve`, after --");
   return [f] { return Run(*f); };
 }

@@ -1,10 +1,14 @@
 // Where commands write their results: a job's JSON lines (--output FILE, or stdout), and a
-// benchmark's tables (stdout, plus --json / --markdown files).
+// benchmark's tables (stdout in --format, plus --json / --markdown / --csv files).
 #pragma once
 
 #include <fstream>
 #include <ostream>
 #include <string>
+#include <vector>
+
+#include "bench/result_table.h"
+#include "cli/commands.h"
 
 namespace mogserve::cli {
 
@@ -22,10 +26,22 @@ class OutputFile {
   bool ok_ = true;
 };
 
-// A benchmark's result: `markdown` on stdout, then `json` into json_path and `markdown` into
-// markdown_path where given. kExitOk, or kExitFatal (the error printed) when a file cannot be
-// written.
-int PrintBenchResult(const std::string& markdown, const std::string& json,
-                     const std::string& json_path, const std::string& markdown_path);
+// Prints "error: TEXT" to stderr; returns `exit_code`.
+int PrintError(const std::string& text, int exit_code);
+
+// A benchmark's output flags: what stdout shows, and files to write in each format.
+struct BenchOutputFlags {
+  std::string format = "md";
+  std::string json_path;
+  std::string markdown_path;
+  std::string csv_path;
+};
+
+// Adds --format, --json, --markdown and --csv to a bench subcommand.
+void AddBenchOutputFlags(CLI::App& app, BenchOutputFlags& flags);
+
+// A benchmark's result: the tables on stdout in flags.format, then into each file given in its
+// format. kExitOk, or kExitFatal (the error printed) when a file cannot be written.
+int PrintBenchTables(const std::vector<bench::ResultTable>& tables, const BenchOutputFlags& flags);
 
 }  // namespace mogserve::cli
