@@ -76,6 +76,8 @@ class Subprocess {
   Status Start(const std::vector<std::string>& argv, const SubprocessOptions& options = {});
 
   pid_t pid() const { return pid_; }
+  // Whether the child has ended and been waited for (by Running, Wait or Terminate).
+  bool reaped() const { return reaped_; }
   // The parent's ends of the pipes asked for (kPipe), -1 otherwise. Owned by the Subprocess
   // until taken: Take* hands the descriptor over (the caller closes it).
   int stdin_fd() const { return in_fd_; }
