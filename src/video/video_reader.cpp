@@ -22,6 +22,7 @@ extern "C" {
 #include <string_view>
 
 #include "common/clock.h"
+#include "image/resize.h"
 #include "video/av_error.h"
 
 namespace mogserve::video {
@@ -572,7 +573,7 @@ pipeline::PreparedCanvas VideoReader::Scale(const pipeline::ShapeBuckets& bucket
   uint8_t* dst[4] = {out.canvas.data(), nullptr, nullptr, nullptr};
   const int dst_stride[4] = {box.canvas_width * 3, 0, 0, 0};
   sws_scale(m.sws, m.picture->data, m.picture->linesize, 0, m.picture->height, dst, dst_stride);
-  pipeline::ZeroPadding(box, out.canvas.data());
+  image::ZeroLetterboxPadding(box, out.canvas.data());
   out.preprocess_ms = MillisecondsSince(start);
   return out;
 }
