@@ -51,8 +51,8 @@ struct SubprocessOptions {
 
 // How a child ended.
 struct ExitStatus {
-  int exit_code = -1;    // the exit status when it exited normally, else -1
-  int term_signal = 0;   // the signal that ended it, 0 if none
+  int exit_code = -1;      // the exit status when it exited normally, else -1
+  int term_signal = 0;     // the signal that ended it, 0 if none
   bool timed_out = false;  // Wait's timeout passed and the child was killed (SIGKILL)
 
   bool ok() const { return exit_code == 0; }

@@ -32,8 +32,8 @@ std::string ReadAll(const std::string& path) {
 
 // A fresh folder under the test's temporary directory.
 fs::path TempDir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("mogserve_subprocess_" + name + "_" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("mogserve_subprocess_" + name + "_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -58,7 +58,8 @@ TEST(SubprocessTest, ProgramWithoutASlashIsFoundInPath) {
 }
 
 TEST(SubprocessTest, ExitCodeAndSignalAreReported) {
-  auto run = RunSubprocess({"/bin/sh", "-c", "echo oops >&2; exit 3"}, Piped(), milliseconds(10000));
+  auto run =
+      RunSubprocess({"/bin/sh", "-c", "echo oops >&2; exit 3"}, Piped(), milliseconds(10000));
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->status.exit_code, 3);
   EXPECT_FALSE(run->status.ok());
@@ -128,9 +129,7 @@ TEST(SubprocessTest, WorkingDirectoryAndEnvironment) {
 TEST(SubprocessTest, RedirectsToFilesAndNull) {
   const fs::path dir = TempDir("files");
   const std::string input = (dir / "in.txt").string();
-  {
-    std::ofstream(input) << "from a file\n";
-  }
+  { std::ofstream(input) << "from a file\n"; }
   SubprocessOptions o;
   o.in = Redirect::File(input);
   o.out = Redirect::File((dir / "out.txt").string());
@@ -178,9 +177,9 @@ TEST(SubprocessTest, PipesBothWays) {
 
 TEST(SubprocessTest, LargeOutputOnBothPipesDoesNotDeadlock) {
   // 1 MB on each stream: far more than a pipe buffer, so both must be read while it runs.
-  auto run = RunSubprocess(
-      {"/bin/sh", "-c", "head -c 1000000 /dev/zero; head -c 1000000 /dev/zero >&2"}, Piped(),
-      milliseconds(30000));
+  auto run =
+      RunSubprocess({"/bin/sh", "-c", "head -c 1000000 /dev/zero; head -c 1000000 /dev/zero >&2"},
+                    Piped(), milliseconds(30000));
   ASSERT_TRUE(run.ok());
   EXPECT_TRUE(run->status.ok()) << run->status.Describe();
   EXPECT_EQ(run->out.size(), 1000000u);

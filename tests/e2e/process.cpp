@@ -148,7 +148,9 @@ size_t ChildProcess::line_count() const {
   return lines_.size();
 }
 
-bool ChildProcess::Signal(int signal) { return child_.Signal(signal); }
+bool ChildProcess::Signal(int signal) {
+  return child_.Signal(signal);
+}
 
 int64_t ChildProcess::StatusKib(const char* field) const {
   if (pid() <= 0 || child_.reaped()) return -1;
@@ -178,7 +180,9 @@ bool ChildProcess::ResetPeakResident() {
   return static_cast<bool>(clear);
 }
 
-bool ChildProcess::Running() { return child_.Running(); }
+bool ChildProcess::Running() {
+  return child_.Running();
+}
 
 ProcessResult ChildProcess::Wait(std::chrono::milliseconds timeout) {
   if (pid() <= 0) {
