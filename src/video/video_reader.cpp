@@ -22,6 +22,7 @@ extern "C" {
 #include <string_view>
 
 #include "common/clock.h"
+#include "common/enum_names.h"
 #include "image/resize.h"
 #include "video/av_error.h"
 
@@ -148,49 +149,35 @@ AVBufferRef* SharedCudaDevice(std::string* why) {
 
 }  // namespace
 
+constexpr EnumName<HwAccel> kHwAccelNames[] = {
+    {HwAccel::kAuto, "auto"},
+    {HwAccel::kCuda, "cuda"},
+    {HwAccel::kNone, "none"},
+};
+
 const char* HwAccelName(HwAccel hwaccel) {
-  switch (hwaccel) {
-    case HwAccel::kAuto:
-      return "auto";
-    case HwAccel::kCuda:
-      return "cuda";
-    case HwAccel::kNone:
-      return "none";
-  }
-  return "none";
+  return NameOf(kHwAccelNames, hwaccel, "none");
 }
 
 std::optional<HwAccel> ParseHwAccel(const std::string& text) {
-  for (HwAccel h : {HwAccel::kAuto, HwAccel::kCuda, HwAccel::kNone}) {
-    if (text == HwAccelName(h)) return h;
-  }
-  return std::nullopt;
+  return FindByName(kHwAccelNames, text);
 }
 
+constexpr EnumName<VideoErrorCode> kVideoErrorNames[] = {
+    {VideoErrorCode::kBadUrl, "bad_url"},
+    {VideoErrorCode::kUnreachable, "unreachable"},
+    {VideoErrorCode::kTimeout, "timeout"},
+    {VideoErrorCode::kNotFound, "not_found"},
+    {VideoErrorCode::kUnauthorized, "unauthorized"},
+    {VideoErrorCode::kNoVideoStream, "no_video_stream"},
+    {VideoErrorCode::kUnsupportedCodec, "unsupported_codec"},
+    {VideoErrorCode::kInvalidData, "invalid_data"},
+    {VideoErrorCode::kIoError, "io_error"},
+    {VideoErrorCode::kCancelled, "cancelled"},
+};
+
 const char* VideoErrorName(VideoErrorCode code) {
-  switch (code) {
-    case VideoErrorCode::kBadUrl:
-      return "bad_url";
-    case VideoErrorCode::kUnreachable:
-      return "unreachable";
-    case VideoErrorCode::kTimeout:
-      return "timeout";
-    case VideoErrorCode::kNotFound:
-      return "not_found";
-    case VideoErrorCode::kUnauthorized:
-      return "unauthorized";
-    case VideoErrorCode::kNoVideoStream:
-      return "no_video_stream";
-    case VideoErrorCode::kUnsupportedCodec:
-      return "unsupported_codec";
-    case VideoErrorCode::kInvalidData:
-      return "invalid_data";
-    case VideoErrorCode::kIoError:
-      return "io_error";
-    case VideoErrorCode::kCancelled:
-      return "cancelled";
-  }
-  return "io_error";
+  return NameOf(kVideoErrorNames, code, "io_error");
 }
 
 struct VideoReader::Impl {
