@@ -87,7 +87,7 @@ TEST(GrpcInferTest, BytesContentsAndParameters) {
   EXPECT_EQ(r.id, "r-1");
   ASSERT_EQ(r.images.size(), 2u);
   EXPECT_EQ(r.images[1].name, "IMAGE[1]");
-  EXPECT_EQ(r.images[1].bytes, "jpeg-b");
+  EXPECT_EQ(r.images[1].bytes, ImageBytes("jpeg-b"));
   EXPECT_NEAR(*r.params.score_threshold, 0.7, 1e-6);
   EXPECT_EQ(*r.params.max_faces, 3);
   EXPECT_EQ(*r.params.priority, scheduler::Priority::kBulk);
@@ -108,8 +108,8 @@ TEST(GrpcInferTest, RawInputContentsAreLengthPrefixedAndOutputsFilter) {
   req.add_outputs()->set_name("BOXES");
   const oip::InferRequest r = Parsed(req);
   ASSERT_EQ(r.images.size(), 2u);
-  EXPECT_EQ(r.images[0].bytes, "one");
-  EXPECT_EQ(r.images[1].bytes, "three");
+  EXPECT_EQ(r.images[0].bytes, ImageBytes("one"));
+  EXPECT_EQ(r.images[1].bytes, ImageBytes("three"));
   ASSERT_EQ(r.outputs.size(), 2u);
   EXPECT_EQ(r.outputs[0].name, "COUNT");
   EXPECT_EQ(r.outputs[1].name, "BOXES");

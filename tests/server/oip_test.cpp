@@ -74,8 +74,8 @@ TEST(OipTest, JsonRequestWithBase64ImagesAndParameters) {
   const InferRequest r = Parsed("", req.dump());
   EXPECT_EQ(r.id, "req-7");
   ASSERT_EQ(r.images.size(), 2u);
-  EXPECT_EQ(r.images[0].bytes, kJpegA);
-  EXPECT_EQ(r.images[1].bytes, kJpegB);
+  EXPECT_EQ(r.images[0].bytes, ImageBytes(kJpegA));
+  EXPECT_EQ(r.images[1].bytes, ImageBytes(kJpegB));
   EXPECT_EQ(r.images[1].name, "IMAGE[1]");
   EXPECT_FLOAT_EQ(*r.params.score_threshold, 0.7f);
   EXPECT_EQ(*r.params.max_faces, 3);
@@ -105,8 +105,8 @@ TEST(OipTest, BinaryRequestInTritonsLayout) {
   const std::string json = req.dump();
   const InferRequest r = Parsed(std::to_string(json.size()), json + bin);
   ASSERT_EQ(r.images.size(), 2u);
-  EXPECT_EQ(r.images[0].bytes, kJpegA);
-  EXPECT_EQ(r.images[1].bytes, kJpegB);
+  EXPECT_EQ(r.images[0].bytes, ImageBytes(kJpegA));
+  EXPECT_EQ(r.images[1].bytes, ImageBytes(kJpegB));
 }
 
 TEST(OipTest, EveryRefusalNamesWhatIsWrong) {

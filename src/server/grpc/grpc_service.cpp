@@ -54,7 +54,7 @@ std::optional<HttpError> ImageElements(const inference::ModelInferRequest& reque
     return Bad("IMAGE has neither contents.bytes_contents nor raw_input_contents");
   }
   for (const std::string& bytes : input.contents().bytes_contents()) {
-    r.images.push_back({"IMAGE[" + std::to_string(r.images.size()) + "]", bytes});
+    r.images.push_back({"IMAGE[" + std::to_string(r.images.size()) + "]", ImageBytes(bytes)});
   }
   return std::nullopt;
 }
