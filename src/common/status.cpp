@@ -16,8 +16,7 @@ constexpr EnumName<StatusCode> kStatusCodeNames[] = {
     {StatusCode::kCancelled, "cancelled"},
     {StatusCode::kInternal, "internal"},
     {StatusCode::kUnavailable, "unavailable"},
-    {StatusCode::kUnimplemented, "unimplemented"},
-};
+    {StatusCode::kUnimplemented, "unimplemented"}};
 
 const char* StatusCodeName(StatusCode code) {
   return NameOf(kStatusCodeNames, code, "unknown");

@@ -20,10 +20,11 @@ StatusOr<ModelKind> ParseModelKind(std::string_view name) {
   return InvalidArgument("model '" + std::string(name) + "' is not known; allowed: ssd, mogface");
 }
 
-constexpr EnumName<Precision> kPrecisionNames[] = {
-    {Precision::kFp32, "fp32"}, {Precision::kBf16, "bf16"}, {Precision::kFp16, "fp16"},
-    {Precision::kTf32, "tf32"}, {Precision::kInt8, "int8"},
-};
+constexpr EnumName<Precision> kPrecisionNames[] = {{Precision::kFp32, "fp32"},
+                                                   {Precision::kBf16, "bf16"},
+                                                   {Precision::kFp16, "fp16"},
+                                                   {Precision::kTf32, "tf32"},
+                                                   {Precision::kInt8, "int8"}};
 
 const char* PrecisionName(Precision precision) {
   return NameOf(kPrecisionNames, precision, "?");

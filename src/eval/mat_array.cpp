@@ -40,8 +40,7 @@ constexpr EnumName<MatClass> kMatClassNames[] = {
     {MatClass::kUint8, "uint8"},   {MatClass::kInt16, "int16"},
     {MatClass::kUint16, "uint16"}, {MatClass::kInt32, "int32"},
     {MatClass::kUint32, "uint32"}, {MatClass::kInt64, "int64"},
-    {MatClass::kUint64, "uint64"}, {MatClass::kUnsupported, "unsupported"},
-};
+    {MatClass::kUint64, "uint64"}, {MatClass::kUnsupported, "unsupported"}};
 
 const char* MatClassName(MatClass c) {
   return NameOf(kMatClassNames, c, "unsupported");

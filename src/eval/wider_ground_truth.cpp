@@ -140,10 +140,7 @@ Status ReadSubset(const MatFile& file, WiderSubset subset, WiderGroundTruth& gt)
 }  // namespace
 
 constexpr EnumName<WiderSubset> kWiderSubsetNames[] = {
-    {WiderSubset::kEasy, "easy"},
-    {WiderSubset::kMedium, "medium"},
-    {WiderSubset::kHard, "hard"},
-};
+    {WiderSubset::kEasy, "easy"}, {WiderSubset::kMedium, "medium"}, {WiderSubset::kHard, "hard"}};
 
 const char* WiderSubsetName(WiderSubset subset) {
   return NameOf(kWiderSubsetNames, subset, "?");

@@ -58,10 +58,7 @@ const char* SniffUnsupported(std::span<const uint8_t> bytes) {
 }  // namespace
 
 constexpr EnumName<ImageFormat> kImageFormatNames[] = {
-    {ImageFormat::kJpeg, "JPEG"},
-    {ImageFormat::kPng, "PNG"},
-    {ImageFormat::kWebp, "WebP"},
-};
+    {ImageFormat::kJpeg, "JPEG"}, {ImageFormat::kPng, "PNG"}, {ImageFormat::kWebp, "WebP"}};
 
 const char* ImageFormatName(ImageFormat format) {
   return NameOf(kImageFormatNames, format, "unknown");

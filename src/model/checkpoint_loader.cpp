@@ -26,8 +26,7 @@ bool StartsWith(std::span<const uint8_t> bytes, std::span<const uint8_t> prefix)
 constexpr EnumName<CheckpointFormat> kCheckpointFormatNames[] = {
     {CheckpointFormat::kTorchZip, "PyTorch zip"},
     {CheckpointFormat::kTorchLegacy, "legacy PyTorch pickle"},
-    {CheckpointFormat::kSafetensors, "safetensors"},
-};
+    {CheckpointFormat::kSafetensors, "safetensors"}};
 
 const char* CheckpointFormatName(CheckpointFormat format) {
   return NameOf(kCheckpointFormatNames, format, "unknown");

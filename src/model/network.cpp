@@ -5,22 +5,17 @@
 namespace mogserve::model {
 
 constexpr EnumName<Activation> kActivationNames[] = {
-    {Activation::kNone, "none"},
-    {Activation::kRelu, "relu"},
-    {Activation::kRelu6, "relu6"},
-};
+    {Activation::kNone, "none"}, {Activation::kRelu, "relu"}, {Activation::kRelu6, "relu6"}};
 
 const char* ActivationName(Activation act) {
   return NameOf(kActivationNames, act, "?");
 }
 
-constexpr EnumName<OpKind> kOpKindNames[] = {
-    {OpKind::kConv, "conv"},
-    {OpKind::kMaxPool, "max_pool"},
-    {OpKind::kGroupNorm, "group_norm"},
-    {OpKind::kUpsampleAdd, "upsample_add"},
-    {OpKind::kConcat, "concat"},
-};
+constexpr EnumName<OpKind> kOpKindNames[] = {{OpKind::kConv, "conv"},
+                                             {OpKind::kMaxPool, "max_pool"},
+                                             {OpKind::kGroupNorm, "group_norm"},
+                                             {OpKind::kUpsampleAdd, "upsample_add"},
+                                             {OpKind::kConcat, "concat"}};
 
 const char* OpKindName(OpKind kind) {
   return NameOf(kOpKindNames, kind, "?");

@@ -31,11 +31,9 @@ struct ShapeBuckets::ExactSlots {
   std::atomic<uint32_t> packed[kModelScopeExactSlots] = {};
 };
 
-constexpr EnumName<InputPolicy> kInputPolicyNames[] = {
-    {InputPolicy::kFixed, "fixed"},
-    {InputPolicy::kBucket, "bucket"},
-    {InputPolicy::kModelScope, "modelscope"},
-};
+constexpr EnumName<InputPolicy> kInputPolicyNames[] = {{InputPolicy::kFixed, "fixed"},
+                                                       {InputPolicy::kBucket, "bucket"},
+                                                       {InputPolicy::kModelScope, "modelscope"}};
 
 const char* InputPolicyName(InputPolicy policy) {
   return NameOf(kInputPolicyNames, policy, "?");

@@ -4,12 +4,10 @@
 
 namespace mogserve::scheduler {
 
-constexpr EnumName<Priority> kPriorityNames[] = {
-    {Priority::kInteractive, "interactive"},
-    {Priority::kApi, "api"},
-    {Priority::kBulk, "bulk"},
-    {Priority::kStream, "stream"},
-};
+constexpr EnumName<Priority> kPriorityNames[] = {{Priority::kInteractive, "interactive"},
+                                                 {Priority::kApi, "api"},
+                                                 {Priority::kBulk, "bulk"},
+                                                 {Priority::kStream, "stream"}};
 
 const char* PriorityName(Priority priority) {
   return NameOf(kPriorityNames, priority, "unknown");

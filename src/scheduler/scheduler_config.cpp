@@ -7,12 +7,10 @@
 
 namespace mogserve::scheduler {
 
-constexpr EnumName<Policy> kPolicyNames[] = {
-    {Policy::kNaive, "naive"},
-    {Policy::kDynamic, "dynamic"},
-    {Policy::kContinuous, "continuous"},
-    {Policy::kAdaptive, "adaptive"},
-};
+constexpr EnumName<Policy> kPolicyNames[] = {{Policy::kNaive, "naive"},
+                                             {Policy::kDynamic, "dynamic"},
+                                             {Policy::kContinuous, "continuous"},
+                                             {Policy::kAdaptive, "adaptive"}};
 
 const char* PolicyName(Policy policy) {
   return NameOf(kPolicyNames, policy, "unknown");

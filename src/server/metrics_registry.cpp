@@ -11,8 +11,7 @@ namespace {
 constexpr EnumName<MetricFamily::Type> kTypeNames[] = {
     {MetricFamily::Type::kCounter, "counter"},
     {MetricFamily::Type::kGauge, "gauge"},
-    {MetricFamily::Type::kHistogram, "histogram"},
-};
+    {MetricFamily::Type::kHistogram, "histogram"}};
 
 const char* TypeName(MetricFamily::Type type) {
   return NameOf(kTypeNames, type, "untyped");

@@ -51,8 +51,7 @@ size_t AuthorityEnd(std::string_view text, size_t begin) {
 
 constexpr EnumName<SourceScheme> kSourceSchemeNames[] = {
     {SourceScheme::kFile, "file"}, {SourceScheme::kRtsp, "rtsp"}, {SourceScheme::kRtmp, "rtmp"},
-    {SourceScheme::kHttp, "http"}, {SourceScheme::kUdp, "udp"},   {SourceScheme::kTcp, "tcp"},
-};
+    {SourceScheme::kHttp, "http"}, {SourceScheme::kUdp, "udp"},   {SourceScheme::kTcp, "tcp"}};
 
 const char* SourceSchemeName(SourceScheme scheme) {
   return NameOf(kSourceSchemeNames, scheme, "file");

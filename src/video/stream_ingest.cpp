@@ -48,13 +48,11 @@ double Seconds(SteadyClock::time_point t) {
 
 }  // namespace
 
-constexpr EnumName<StreamState> kStreamStateNames[] = {
-    {StreamState::kConnecting, "connecting"},
-    {StreamState::kRunning, "running"},
-    {StreamState::kReconnecting, "reconnecting"},
-    {StreamState::kEnded, "ended"},
-    {StreamState::kFailed, "failed"},
-};
+constexpr EnumName<StreamState> kStreamStateNames[] = {{StreamState::kConnecting, "connecting"},
+                                                       {StreamState::kRunning, "running"},
+                                                       {StreamState::kReconnecting, "reconnecting"},
+                                                       {StreamState::kEnded, "ended"},
+                                                       {StreamState::kFailed, "failed"}};
 
 const char* StreamStateName(StreamState state) {
   return NameOf(kStreamStateNames, state, "failed");

@@ -150,10 +150,7 @@ AVBufferRef* SharedCudaDevice(std::string* why) {
 }  // namespace
 
 constexpr EnumName<HwAccel> kHwAccelNames[] = {
-    {HwAccel::kAuto, "auto"},
-    {HwAccel::kCuda, "cuda"},
-    {HwAccel::kNone, "none"},
-};
+    {HwAccel::kAuto, "auto"}, {HwAccel::kCuda, "cuda"}, {HwAccel::kNone, "none"}};
 
 const char* HwAccelName(HwAccel hwaccel) {
   return NameOf(kHwAccelNames, hwaccel, "none");
@@ -173,8 +170,7 @@ constexpr EnumName<VideoErrorCode> kVideoErrorNames[] = {
     {VideoErrorCode::kUnsupportedCodec, "unsupported_codec"},
     {VideoErrorCode::kInvalidData, "invalid_data"},
     {VideoErrorCode::kIoError, "io_error"},
-    {VideoErrorCode::kCancelled, "cancelled"},
-};
+    {VideoErrorCode::kCancelled, "cancelled"}};
 
 const char* VideoErrorName(VideoErrorCode code) {
   return NameOf(kVideoErrorNames, code, "io_error");

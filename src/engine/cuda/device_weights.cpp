@@ -100,10 +100,7 @@ int StorageBytes(StorageType type) {
 }
 
 constexpr EnumName<StorageType> kStorageTypeNames[] = {
-    {StorageType::kF32, "f32"},
-    {StorageType::kF16, "f16"},
-    {StorageType::kBf16, "bf16"},
-};
+    {StorageType::kF32, "f32"}, {StorageType::kF16, "f16"}, {StorageType::kBf16, "bf16"}};
 
 const char* StorageTypeName(StorageType type) {
   return NameOf(kStorageTypeNames, type, "?");

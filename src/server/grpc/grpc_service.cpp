@@ -150,8 +150,7 @@ constexpr EnumName<grpc::StatusCode> kGrpcCodeNames[] = {
     {grpc::StatusCode::ABORTED, "ABORTED"},
     {grpc::StatusCode::INTERNAL, "INTERNAL"},
     {grpc::StatusCode::UNAVAILABLE, "UNAVAILABLE"},
-    {grpc::StatusCode::UNAUTHENTICATED, "UNAUTHENTICATED"},
-};
+    {grpc::StatusCode::UNAUTHENTICATED, "UNAUTHENTICATED"}};
 
 const char* GrpcCodeName(grpc::StatusCode code) {
   return NameOf(kGrpcCodeNames, code, "UNKNOWN");
