@@ -186,7 +186,7 @@ pipeline::RequestResult Done(int w, int h, std::vector<Detection> faces) {
 TEST(GrpcInferTest, RawOutputsAreRestsBinaryOutputs) {
   oip::InferRequest req;
   req.id = "x";
-  req.images = {{"IMAGE[0]", ""}, {"IMAGE[1]", ""}};
+  req.images = {{"IMAGE[0]", {}}, {"IMAGE[1]", {}}};
   oip::AddAllOutputs(true, req);
   const std::vector<pipeline::RequestResult> results = {
       Done(640, 480, {{10, 20, 30, 40, 0.9f}, {50, 60, 70, 80, 0.8f}}), Done(100, 50, {})};
