@@ -1,8 +1,5 @@
 #include "bench/reference_bench.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <bit>
@@ -13,10 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
+#include "common/subprocess.h"
 #include "model/mogface/mogface_variant.h"
 #include "model/mogface/synthetic_weights.h"
-
-extern char** environ;
 
 namespace mogserve::bench {
 namespace {
@@ -42,26 +38,15 @@ std::string JoinInts(const std::vector<int>& values) {
 // report), or both to /dev/null when `quiet`. Returns the exit status, -1 if it did not start or
 // died of a signal.
 int RunChild(const std::vector<std::string>& argv, bool quiet) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (quiet) {
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  } else {
-    posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
-  }
+  SubprocessOptions options;
+  options.in = Redirect::Inherit();
+  options.out = quiet ? Redirect::Null() : Redirect::Fd(STDERR_FILENO);
+  options.err = quiet ? Redirect::Null() : Redirect::Inherit();
   std::fflush(stdout);
   std::fflush(stderr);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  Subprocess child;
+  if (!child.Start(argv, options).ok()) return -1;
+  return child.Wait().exit_code;
 }
 
 StatusOr<ReferenceRun> ParseReferenceJson(const std::string& path) {

@@ -1,11 +1,7 @@
 #include "bench/serve_bench.h"
 
-#include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -14,8 +10,7 @@
 #include <thread>
 
 #include "bench/engine_bench.h"
-
-extern char** environ;
+#include "common/subprocess.h"
 
 namespace mogserve::bench {
 namespace {
@@ -28,24 +23,11 @@ class SpawnedServer {
   ~SpawnedServer() { Stop(); }
 
   Status Start(const std::vector<std::string>& argv) {
-    int fds[2];
-    if (pipe(fds) != 0) return Internal("pipe failed");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
-    posix_spawn_file_actions_addclose(&actions, fds[0]);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    const int rc = posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(fds[1]);
-    if (rc != 0) {
-      close(fds[0]);
-      return Internal("cannot start " + argv[0]);
-    }
-    out_ = fdopen(fds[0], "r");
+    SubprocessOptions options;
+    options.out = Redirect::Pipe();
+    options.err = Redirect::ToStdout();
+    MOGSERVE_RETURN_IF_ERROR(child_.Start(argv, options));
+    out_ = fdopen(child_.TakeStdout(), "r");
     // The log says "listening on http://HOST:PORT/" once the socket is bound.
     char line[4096];
     while (fgets(line, sizeof(line), out_) != nullptr) {
@@ -69,11 +51,9 @@ class SpawnedServer {
   }
 
   void Stop() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
+    if (child_.pid() <= 0) return;
+    child_.Signal(SIGTERM);
+    child_.Wait();
     if (drain_.joinable()) drain_.join();
     if (out_ != nullptr) fclose(out_);
     out_ = nullptr;
@@ -82,7 +62,7 @@ class SpawnedServer {
   const std::string& url() const { return url_; }
 
  private:
-  pid_t pid_ = -1;
+  Subprocess child_;
   FILE* out_ = nullptr;
   std::string url_;
   std::thread drain_;

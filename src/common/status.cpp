@@ -1,35 +1,25 @@
 #include "mogserve/status.h"
 
+#include "common/enum_names.h"
+
 namespace mogserve {
 
+constexpr EnumName<StatusCode> kStatusCodeNames[] = {
+    {StatusCode::kOk, "ok"},
+    {StatusCode::kInvalidArgument, "invalid_argument"},
+    {StatusCode::kInvalidData, "invalid_data"},
+    {StatusCode::kUnsupported, "unsupported"},
+    {StatusCode::kResourceExhausted, "resource_exhausted"},
+    {StatusCode::kNotFound, "not_found"},
+    {StatusCode::kFailedPrecondition, "failed_precondition"},
+    {StatusCode::kDeadlineExceeded, "deadline_exceeded"},
+    {StatusCode::kCancelled, "cancelled"},
+    {StatusCode::kInternal, "internal"},
+    {StatusCode::kUnavailable, "unavailable"},
+    {StatusCode::kUnimplemented, "unimplemented"}};
+
 const char* StatusCodeName(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk:
-      return "ok";
-    case StatusCode::kInvalidArgument:
-      return "invalid_argument";
-    case StatusCode::kInvalidData:
-      return "invalid_data";
-    case StatusCode::kUnsupported:
-      return "unsupported";
-    case StatusCode::kResourceExhausted:
-      return "resource_exhausted";
-    case StatusCode::kNotFound:
-      return "not_found";
-    case StatusCode::kFailedPrecondition:
-      return "failed_precondition";
-    case StatusCode::kDeadlineExceeded:
-      return "deadline_exceeded";
-    case StatusCode::kCancelled:
-      return "cancelled";
-    case StatusCode::kInternal:
-      return "internal";
-    case StatusCode::kUnavailable:
-      return "unavailable";
-    case StatusCode::kUnimplemented:
-      return "unimplemented";
-  }
-  return "unknown";
+  return NameOf(kStatusCodeNames, code, "unknown");
 }
 
 std::string Status::ToString() const {

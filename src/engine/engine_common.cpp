@@ -2,6 +2,7 @@
 // and CreateEngine: check the options, load the model, hand it to the device's backend.
 #include <algorithm>
 
+#include "common/enum_names.h"
 #include "engine/cpu_backend.h"
 #include "engine/cuda_backend.h"
 #include "engine/engine.h"
@@ -19,30 +20,20 @@ StatusOr<ModelKind> ParseModelKind(std::string_view name) {
   return InvalidArgument("model '" + std::string(name) + "' is not known; allowed: ssd, mogface");
 }
 
+constexpr EnumName<Precision> kPrecisionNames[] = {{Precision::kFp32, "fp32"},
+                                                   {Precision::kBf16, "bf16"},
+                                                   {Precision::kFp16, "fp16"},
+                                                   {Precision::kTf32, "tf32"},
+                                                   {Precision::kInt8, "int8"}};
+
 const char* PrecisionName(Precision precision) {
-  switch (precision) {
-    case Precision::kFp32:
-      return "fp32";
-    case Precision::kBf16:
-      return "bf16";
-    case Precision::kFp16:
-      return "fp16";
-    case Precision::kTf32:
-      return "tf32";
-    case Precision::kInt8:
-      return "int8";
-  }
-  return "?";
+  return NameOf(kPrecisionNames, precision, "?");
 }
 
 StatusOr<Precision> ParsePrecision(std::string_view name) {
-  if (name == "fp32") return Precision::kFp32;
-  if (name == "bf16") return Precision::kBf16;
-  if (name == "fp16") return Precision::kFp16;
-  if (name == "tf32") return Precision::kTf32;
-  if (name == "int8") return Precision::kInt8;
+  if (std::optional<Precision> p = FindByName(kPrecisionNames, name)) return *p;
   return InvalidArgument("precision '" + std::string(name) +
-                         "' is not known; allowed: fp32, bf16, fp16, tf32, int8");
+                         "' is not known; allowed: " + NameList(kPrecisionNames));
 }
 
 std::string DeviceSpec::ToString() const {

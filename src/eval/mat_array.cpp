@@ -1,6 +1,7 @@
 // MatArray, MatFile and the names of MAT v5 classes and types (the parsing is in mat_reader.cpp).
 #include <string>
 
+#include "common/enum_names.h"
 #include "eval/mat_reader.h"
 
 namespace mogserve::eval {
@@ -32,38 +33,17 @@ std::string Utf8(const std::u32string& s) {
 
 }  // namespace
 
+constexpr EnumName<MatClass> kMatClassNames[] = {
+    {MatClass::kCell, "cell"},     {MatClass::kStruct, "struct"},
+    {MatClass::kChar, "char"},     {MatClass::kDouble, "double"},
+    {MatClass::kSingle, "single"}, {MatClass::kInt8, "int8"},
+    {MatClass::kUint8, "uint8"},   {MatClass::kInt16, "int16"},
+    {MatClass::kUint16, "uint16"}, {MatClass::kInt32, "int32"},
+    {MatClass::kUint32, "uint32"}, {MatClass::kInt64, "int64"},
+    {MatClass::kUint64, "uint64"}, {MatClass::kUnsupported, "unsupported"}};
+
 const char* MatClassName(MatClass c) {
-  switch (c) {
-    case MatClass::kCell:
-      return "cell";
-    case MatClass::kStruct:
-      return "struct";
-    case MatClass::kChar:
-      return "char";
-    case MatClass::kDouble:
-      return "double";
-    case MatClass::kSingle:
-      return "single";
-    case MatClass::kInt8:
-      return "int8";
-    case MatClass::kUint8:
-      return "uint8";
-    case MatClass::kInt16:
-      return "int16";
-    case MatClass::kUint16:
-      return "uint16";
-    case MatClass::kInt32:
-      return "int32";
-    case MatClass::kUint32:
-      return "uint32";
-    case MatClass::kInt64:
-      return "int64";
-    case MatClass::kUint64:
-      return "uint64";
-    case MatClass::kUnsupported:
-      return "unsupported";
-  }
-  return "unsupported";
+  return NameOf(kMatClassNames, c, "unsupported");
 }
 
 bool IsNumericClass(MatClass c) {

@@ -1,19 +1,11 @@
 #include "eval/pr_curve_report.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <vector>
 
-extern char** environ;
+#include "common/subprocess.h"
 
 namespace mogserve::eval {
 namespace {
@@ -26,46 +18,6 @@ Status WriteText(const fs::path& path, const std::string& text) {
   f.close();
   if (!f) return Internal("cannot write " + path.string());
   return Status::Ok();
-}
-
-// The first executable `name` in $PATH, or "".
-std::string FindInPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return "";
-  std::string dirs = path;
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    const size_t end = std::min(dirs.find(':', start), dirs.size());
-    const std::string dir = dirs.substr(start, end - start);
-    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
-    start = end + 1;
-  }
-  return "";
-}
-
-// Runs `program script` (no shell) in `cwd`, stdout and stderr to /dev/null; the exit status, or
-// -1 when it could not start or did not exit normally.
-int RunQuietly(const std::string& program, const std::string& script, const std::string& cwd) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
-  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-#endif
-  std::vector<char*> argv = {const_cast<char*>(program.c_str()), const_cast<char*>(script.c_str()),
-                             nullptr};
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 std::string GnuplotEscape(const std::string& s) {
@@ -149,21 +101,30 @@ StatusOr<PrCurveFiles> WritePrCurves(const std::string& dir, const WiderEvalResu
   MOGSERVE_RETURN_IF_ERROR(WriteText(script, GnuplotScript(result, label)));
   files.written.push_back(script.string());
 
-  const std::string gnuplot = FindInPath("gnuplot");
-  if (gnuplot.empty()) {
+  // gnuplot runs in the report folder (the script's paths are relative), its output discarded.
+  SubprocessOptions options;
+  options.cwd = fs::absolute(dir, ec).string();
+  options.out = Redirect::Null();
+  options.err = Redirect::Null();
+  Subprocess gnuplot;
+  const Status started = gnuplot.Start({"gnuplot", "pr_curves.gp"}, options);
+  if (started.code() == StatusCode::kNotFound) {
     files.plot_note =
         "gnuplot not found in PATH (scripts/setup.sh installs gnuplot-nox); run "
         "`gnuplot pr_curves.gp` in " +
         dir + " to draw the plot";
     return files;
   }
-  const int rc = RunQuietly(gnuplot, "pr_curves.gp", fs::absolute(dir, ec).string());
+  const ExitStatus ended = started.ok() ? gnuplot.Wait() : ExitStatus{};
   for (const char* plot : {"pr_curves.svg", "pr_curves.png"}) {
     const fs::path p = fs::path(dir) / plot;
     if (fs::exists(p, ec)) files.written.push_back(p.string());
   }
-  if (rc != 0)
-    files.plot_note = "gnuplot failed (exit " + std::to_string(rc) + ") on " + script.string();
+  if (!started.ok()) {
+    files.plot_note = "gnuplot did not start (" + started.message() + ") on " + script.string();
+  } else if (!ended.ok()) {
+    files.plot_note = "gnuplot failed (" + ended.Describe() + ") on " + script.string();
+  }
   return files;
 }
 

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include "common/enum_names.h"
+
 namespace mogserve::eval {
 namespace {
 
@@ -137,16 +139,11 @@ Status ReadSubset(const MatFile& file, WiderSubset subset, WiderGroundTruth& gt)
 
 }  // namespace
 
+constexpr EnumName<WiderSubset> kWiderSubsetNames[] = {
+    {WiderSubset::kEasy, "easy"}, {WiderSubset::kMedium, "medium"}, {WiderSubset::kHard, "hard"}};
+
 const char* WiderSubsetName(WiderSubset subset) {
-  switch (subset) {
-    case WiderSubset::kEasy:
-      return "easy";
-    case WiderSubset::kMedium:
-      return "medium";
-    case WiderSubset::kHard:
-      return "hard";
-  }
-  return "?";
+  return NameOf(kWiderSubsetNames, subset, "?");
 }
 
 std::string WiderSubsetFile(WiderSubset subset) {

@@ -8,6 +8,7 @@
 #include <new>
 #include <string_view>
 
+#include "common/enum_names.h"
 #include "image/decoders.h"
 #include "image/exif.h"
 
@@ -56,18 +57,11 @@ const char* SniffUnsupported(std::span<const uint8_t> bytes) {
 
 }  // namespace
 
+constexpr EnumName<ImageFormat> kImageFormatNames[] = {
+    {ImageFormat::kJpeg, "JPEG"}, {ImageFormat::kPng, "PNG"}, {ImageFormat::kWebp, "WebP"}};
+
 const char* ImageFormatName(ImageFormat format) {
-  switch (format) {
-    case ImageFormat::kJpeg:
-      return "JPEG";
-    case ImageFormat::kPng:
-      return "PNG";
-    case ImageFormat::kWebp:
-      return "WebP";
-    case ImageFormat::kUnknown:
-      break;
-  }
-  return "unknown";
+  return NameOf(kImageFormatNames, format, "unknown");
 }
 
 ImageFormat DetectFormat(std::span<const uint8_t> bytes) {

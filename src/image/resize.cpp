@@ -190,29 +190,42 @@ Image ScaleToContent(const Image& src, const Letterbox& box) {
   return Resize(src, box.content_width, box.content_height);
 }
 
+void ZeroLetterboxPadding(const Letterbox& box, uint8_t* canvas) {
+  const size_t row_bytes = static_cast<size_t>(box.canvas_width) * 3;
+  const size_t content_bytes = static_cast<size_t>(box.content_width) * 3;
+  if (content_bytes < row_bytes) {
+    for (int y = 0; y < box.content_height; ++y) {
+      std::memset(canvas + y * row_bytes + content_bytes, 0, row_bytes - content_bytes);
+    }
+  }
+  std::memset(canvas + box.content_height * row_bytes, 0,
+              (box.canvas_height - box.content_height) * row_bytes);
+}
+
+void RenderLetterboxInto(const Image& src, const Letterbox& box, uint8_t* canvas) {
+  const size_t row_bytes = static_cast<size_t>(box.canvas_width) * 3;
+  if (src.empty() || box.content_width <= 0 || box.content_height <= 0) {
+    std::memset(canvas, 0, row_bytes * std::max(box.canvas_height, 0));
+    return;
+  }
+  Image resized;
+  const Image* content = &src;
+  if (src.width != box.content_width || src.height != box.content_height) {
+    resized = ScaleToContent(src, box);
+    content = &resized;
+  }
+  const size_t content_bytes = static_cast<size_t>(box.content_width) * 3;
+  for (int y = 0; y < box.content_height; ++y) {
+    std::memcpy(canvas + y * row_bytes, content->pixel(0, y), content_bytes);
+  }
+  ZeroLetterboxPadding(box, canvas);
+}
+
 Image RenderLetterbox(const Image& src, const Letterbox& box) {
   if (box.canvas_width <= 0 || box.canvas_height <= 0) return Image();
   Image canvas(box.canvas_width, box.canvas_height);
-  if (src.empty() || box.content_width <= 0 || box.content_height <= 0) return canvas;
-  const Image content = ScaleToContent(src, box);
-  const size_t content_row_bytes = static_cast<size_t>(content.width) * 3;
-  for (int y = 0; y < content.height; ++y) {
-    std::memcpy(canvas.pixel(0, y), content.pixel(0, y), content_row_bytes);
-  }
+  RenderLetterboxInto(src, box, canvas.data.data());
   return canvas;
-}
-
-Image LetterboxInto(const Image& src, int canvas_width, int canvas_height, int original_width,
-                    int original_height, Letterbox* geometry) {
-  // The content size comes from the original picture's aspect ratio when it is known: a
-  // DCT-reduced decode rounds its sides up, so its own aspect ratio is slightly off.
-  const bool has_original = original_width > 0 && original_height > 0;
-  Letterbox box = has_original
-                      ? FitLetterbox(original_width, original_height, canvas_width, canvas_height)
-                      : FitLetterbox(src.width, src.height, canvas_width, canvas_height);
-  if (src.empty()) box.content_width = box.content_height = 0;
-  if (geometry != nullptr) *geometry = box;
-  return RenderLetterbox(src, box);
 }
 
 }  // namespace mogserve::image

@@ -42,15 +42,18 @@ Letterbox FitLetterbox(int source_width, int source_height, int canvas_width, in
 Letterbox PlaceLetterbox(int source_width, int source_height, int content_width, int content_height,
                          int canvas_width, int canvas_height);
 
-// Resizes `src` to box.content_width x box.content_height and places it at the origin of a
-// box.canvas_width x box.canvas_height canvas, zero padding.
-Image RenderLetterbox(const Image& src, const Letterbox& box);
+// The one letterbox renderer: `src` scaled to box.content_width x box.content_height (with
+// box.filter; no copy when it already has that size) and written at the origin of `canvas`, a
+// box.canvas_width x box.canvas_height x 3 buffer whose previous contents are all overwritten:
+// the padding right of and below the content is zeroed. An empty `src` or content gives an
+// all-zero canvas.
+void RenderLetterboxInto(const Image& src, const Letterbox& box, uint8_t* canvas);
 
-// Resizes `src` to the letterbox's content size and places it at the canvas origin, zero padding.
-// `original_width/height` are the full-resolution size that detections are reported in (they may
-// differ from src when the decoder reduced the image); the returned Letterbox maps canvas pixels
-// to that original size.
-Image LetterboxInto(const Image& src, int canvas_width, int canvas_height, int original_width,
-                    int original_height, Letterbox* geometry);
+// Zeroes the padding of `canvas` (right of and below the content), for producers that wrote
+// the content themselves (the video reader's swscale).
+void ZeroLetterboxPadding(const Letterbox& box, uint8_t* canvas);
+
+// RenderLetterboxInto a new box.canvas_width x box.canvas_height image.
+Image RenderLetterbox(const Image& src, const Letterbox& box);
 
 }  // namespace mogserve::image

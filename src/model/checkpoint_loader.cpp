@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 
+#include "common/enum_names.h"
 #include "common/file_util.h"
 #include "model/safetensors.h"
 #include "model/torch_state_dict.h"
@@ -22,18 +23,13 @@ bool StartsWith(std::span<const uint8_t> bytes, std::span<const uint8_t> prefix)
 
 }  // namespace
 
+constexpr EnumName<CheckpointFormat> kCheckpointFormatNames[] = {
+    {CheckpointFormat::kTorchZip, "PyTorch zip"},
+    {CheckpointFormat::kTorchLegacy, "legacy PyTorch pickle"},
+    {CheckpointFormat::kSafetensors, "safetensors"}};
+
 const char* CheckpointFormatName(CheckpointFormat format) {
-  switch (format) {
-    case CheckpointFormat::kTorchZip:
-      return "PyTorch zip";
-    case CheckpointFormat::kTorchLegacy:
-      return "legacy PyTorch pickle";
-    case CheckpointFormat::kSafetensors:
-      return "safetensors";
-    case CheckpointFormat::kUnknown:
-      break;
-  }
-  return "unknown";
+  return NameOf(kCheckpointFormatNames, format, "unknown");
 }
 
 CheckpointFormat SniffCheckpointFormat(std::span<const uint8_t> bytes) {

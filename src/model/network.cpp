@@ -1,33 +1,24 @@
 #include "model/network.h"
 
+#include "common/enum_names.h"
+
 namespace mogserve::model {
 
+constexpr EnumName<Activation> kActivationNames[] = {
+    {Activation::kNone, "none"}, {Activation::kRelu, "relu"}, {Activation::kRelu6, "relu6"}};
+
 const char* ActivationName(Activation act) {
-  switch (act) {
-    case Activation::kNone:
-      return "none";
-    case Activation::kRelu:
-      return "relu";
-    case Activation::kRelu6:
-      return "relu6";
-  }
-  return "?";
+  return NameOf(kActivationNames, act, "?");
 }
 
+constexpr EnumName<OpKind> kOpKindNames[] = {{OpKind::kConv, "conv"},
+                                             {OpKind::kMaxPool, "max_pool"},
+                                             {OpKind::kGroupNorm, "group_norm"},
+                                             {OpKind::kUpsampleAdd, "upsample_add"},
+                                             {OpKind::kConcat, "concat"}};
+
 const char* OpKindName(OpKind kind) {
-  switch (kind) {
-    case OpKind::kConv:
-      return "conv";
-    case OpKind::kMaxPool:
-      return "max_pool";
-    case OpKind::kGroupNorm:
-      return "group_norm";
-    case OpKind::kUpsampleAdd:
-      return "upsample_add";
-    case OpKind::kConcat:
-      return "concat";
-  }
-  return "?";
+  return NameOf(kOpKindNames, kind, "?");
 }
 
 std::vector<KeySpec> Network::ConvKeys(int conv) const {

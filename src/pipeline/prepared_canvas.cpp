@@ -1,38 +1,9 @@
 #include "pipeline/prepared_canvas.h"
 
-#include <cstring>
-
 #include "common/clock.h"
 #include "common/file_util.h"
 
 namespace mogserve::pipeline {
-
-void RenderInto(const image::Image& src, const image::Letterbox& box, uint8_t* canvas) {
-  image::Image resized;
-  const image::Image* content = &src;
-  if (src.width != box.content_width || src.height != box.content_height) {
-    resized = image::ScaleToContent(src, box);
-    content = &resized;
-  }
-  const size_t row_bytes = static_cast<size_t>(box.canvas_width) * 3;
-  const size_t content_bytes = static_cast<size_t>(box.content_width) * 3;
-  for (int y = 0; y < box.content_height; ++y) {
-    std::memcpy(canvas + y * row_bytes, content->pixel(0, y), content_bytes);
-  }
-  ZeroPadding(box, canvas);
-}
-
-void ZeroPadding(const image::Letterbox& box, uint8_t* canvas) {
-  const size_t row_bytes = static_cast<size_t>(box.canvas_width) * 3;
-  const size_t content_bytes = static_cast<size_t>(box.content_width) * 3;
-  if (content_bytes < row_bytes) {
-    for (int y = 0; y < box.content_height; ++y) {
-      std::memset(canvas + y * row_bytes + content_bytes, 0, row_bytes - content_bytes);
-    }
-  }
-  std::memset(canvas + box.content_height * row_bytes, 0,
-              (box.canvas_height - box.content_height) * row_bytes);
-}
 
 StatusOr<PreparedCanvas> PrepareCanvas(ImageInput input, const ShapeBuckets& buckets,
                                        const image::DecodeOptions& decode, CanvasPool& pool) {
@@ -60,7 +31,7 @@ StatusOr<PreparedCanvas> PrepareCanvas(ImageInput input, const ShapeBuckets& buc
   out.bucket = placement.bucket;
   out.letterbox = placement.letterbox;
   out.canvas = pool.Acquire(int64_t{out.letterbox.canvas_width} * out.letterbox.canvas_height * 3);
-  RenderInto(pixels, out.letterbox, out.canvas.data());
+  image::RenderLetterboxInto(pixels, out.letterbox, out.canvas.data());
   out.preprocess_ms = MillisecondsSince(resize_start);
   return out;
 }

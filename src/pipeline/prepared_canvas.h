@@ -45,13 +45,4 @@ struct PreparedCanvas {
 StatusOr<PreparedCanvas> PrepareCanvas(ImageInput input, const ShapeBuckets& buckets,
                                        const image::DecodeOptions& decode, CanvasPool& pool);
 
-// Renders `src` (any size; it is resized to the letterbox's content size) into `canvas`, a
-// letterbox.canvas_width x canvas_height x 3 buffer whose previous contents are overwritten,
-// padding included.
-void RenderInto(const image::Image& src, const image::Letterbox& letterbox, uint8_t* canvas);
-
-// Zeroes the padding of `canvas` (right of and below the letterbox's content), for producers that
-// write the content themselves (video frames scaled in place by swscale).
-void ZeroPadding(const image::Letterbox& letterbox, uint8_t* canvas);
-
 }  // namespace mogserve::pipeline

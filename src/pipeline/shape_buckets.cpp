@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/enum_names.h"
 #include "image/opencv_resize.h"
 
 namespace mogserve::pipeline {
@@ -30,16 +31,12 @@ struct ShapeBuckets::ExactSlots {
   std::atomic<uint32_t> packed[kModelScopeExactSlots] = {};
 };
 
+constexpr EnumName<InputPolicy> kInputPolicyNames[] = {{InputPolicy::kFixed, "fixed"},
+                                                       {InputPolicy::kBucket, "bucket"},
+                                                       {InputPolicy::kModelScope, "modelscope"}};
+
 const char* InputPolicyName(InputPolicy policy) {
-  switch (policy) {
-    case InputPolicy::kFixed:
-      return "fixed";
-    case InputPolicy::kBucket:
-      return "bucket";
-    case InputPolicy::kModelScope:
-      return "modelscope";
-  }
-  return "?";
+  return NameOf(kInputPolicyNames, policy, "?");
 }
 
 StatusOr<InputPolicy> ParseInputPolicy(std::string_view name) {

@@ -2,10 +2,12 @@
 // engine, and when to wait instead. Pure policy (DESIGN.md §3): no threads, no clock reads, no
 // tensors; time is always an argument, so tests inject it and the pipeline passes steady_clock.
 //
-// Thread-safety: none. The pipeline wraps one instance in a mutex and calls it under the lock:
-//   Admit() from the pre-process pool, Cancel() from the HTTP layer, Next() from a dispatcher
-//   loop that waits on a condition variable until Decision::wake_at or a notify (admission,
-//   cancel, batch completion), OnBatchCompleted() from engine workers.
+// Thread-safety: none. The pipeline wraps one instance in its mutex and calls it under the lock,
+// on whichever thread the event happens (there is no dispatcher thread):
+//   Admit() after a request is pre-processed (a pre-process thread, or the Submit caller's),
+//   Cancel() from Pipeline::Cancel (a client gone, a timeout), OnBatchCompleted() from an engine
+//   worker; after each of these, and when the pipeline's timer thread reaches the last
+//   Decision::wake_at, the pipeline calls Next() until it stops returning a batch to dispatch.
 //
 // Semantics (each decision, and why):
 // - Queues: one BucketQueue per shape bucket; inside it a class per priority, inside a class a

@@ -1,25 +1,19 @@
 #include "scheduler/outcome.h"
 
+#include "common/enum_names.h"
+
 namespace mogserve::scheduler {
 
+constexpr EnumName<Outcome> kOutcomeNames[] = {{Outcome::kDone, "done"},
+                                               {Outcome::kRejectedQueueFull, "rejected_queue_full"},
+                                               {Outcome::kRejectedDeadline, "rejected_deadline"},
+                                               {Outcome::kRejectedBadInput, "rejected_bad_input"},
+                                               {Outcome::kFailed, "failed"},
+                                               {Outcome::kCancelled, "cancelled"},
+                                               {Outcome::kSuperseded, "superseded"}};
+
 const char* OutcomeName(Outcome outcome) {
-  switch (outcome) {
-    case Outcome::kDone:
-      return "done";
-    case Outcome::kRejectedQueueFull:
-      return "rejected_queue_full";
-    case Outcome::kRejectedDeadline:
-      return "rejected_deadline";
-    case Outcome::kRejectedBadInput:
-      return "rejected_bad_input";
-    case Outcome::kFailed:
-      return "failed";
-    case Outcome::kCancelled:
-      return "cancelled";
-    case Outcome::kSuperseded:
-      return "superseded";
-  }
-  return "unknown";
+  return NameOf(kOutcomeNames, outcome, "unknown");
 }
 
 }  // namespace mogserve::scheduler

@@ -1,26 +1,20 @@
 #include "scheduler/request.h"
 
+#include "common/enum_names.h"
+
 namespace mogserve::scheduler {
 
+constexpr EnumName<Priority> kPriorityNames[] = {{Priority::kInteractive, "interactive"},
+                                                 {Priority::kApi, "api"},
+                                                 {Priority::kBulk, "bulk"},
+                                                 {Priority::kStream, "stream"}};
+
 const char* PriorityName(Priority priority) {
-  switch (priority) {
-    case Priority::kInteractive:
-      return "interactive";
-    case Priority::kApi:
-      return "api";
-    case Priority::kBulk:
-      return "bulk";
-    case Priority::kStream:
-      return "stream";
-  }
-  return "unknown";
+  return NameOf(kPriorityNames, priority, "unknown");
 }
 
 std::optional<Priority> ParsePriority(std::string_view name) {
-  for (int p = 0; p < kNumPriorities; ++p) {
-    if (name == PriorityName(static_cast<Priority>(p))) return static_cast<Priority>(p);
-  }
-  return std::nullopt;
+  return FindByName(kPriorityNames, name);
 }
 
 }  // namespace mogserve::scheduler

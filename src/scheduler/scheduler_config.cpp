@@ -3,26 +3,21 @@
 #include <algorithm>
 #include <string>
 
+#include "common/enum_names.h"
+
 namespace mogserve::scheduler {
 
+constexpr EnumName<Policy> kPolicyNames[] = {{Policy::kNaive, "naive"},
+                                             {Policy::kDynamic, "dynamic"},
+                                             {Policy::kContinuous, "continuous"},
+                                             {Policy::kAdaptive, "adaptive"}};
+
 const char* PolicyName(Policy policy) {
-  switch (policy) {
-    case Policy::kNaive:
-      return "naive";
-    case Policy::kDynamic:
-      return "dynamic";
-    case Policy::kContinuous:
-      return "continuous";
-    case Policy::kAdaptive:
-      return "adaptive";
-  }
-  return "unknown";
+  return NameOf(kPolicyNames, policy, "unknown");
 }
 
 StatusOr<Policy> ParsePolicy(std::string_view name) {
-  for (Policy p : {Policy::kNaive, Policy::kDynamic, Policy::kContinuous, Policy::kAdaptive}) {
-    if (name == PolicyName(p)) return p;
-  }
+  if (std::optional<Policy> p = FindByName(kPolicyNames, name)) return *p;
   return InvalidArgument("policy: unknown scheduling policy '" + std::string(name) +
                          "' (expected naive, dynamic, continuous or adaptive)");
 }

@@ -8,8 +8,7 @@ namespace mogserve::server {
 pipeline::SubmitRequest MakeSubmitRequest(ImagePart& image, const DetectParams& params,
                                           const DetectOptions& defaults, std::string client) {
   pipeline::SubmitRequest s;
-  s.image.bytes.assign(image.bytes.begin(), image.bytes.end());
-  std::string().swap(image.bytes);
+  s.image.bytes = std::move(image.bytes);  // no copy: the part's bytes go to the decoder
   s.priority = params.priority.value_or(scheduler::Priority::kApi);
   s.client = std::move(client);
   if (params.timeout_ms) s.timeout = std::chrono::milliseconds(*params.timeout_ms);

@@ -102,8 +102,8 @@ std::optional<HttpError> ApplyOption(std::string_view name, std::string_view val
   return std::nullopt;
 }
 
-std::optional<HttpError> AddImage(std::string name, std::string bytes, const RequestLimits& limits,
-                                  DetectRequest& r) {
+std::optional<HttpError> AddImage(std::string name, std::vector<uint8_t> bytes,
+                                  const RequestLimits& limits, DetectRequest& r) {
   if (static_cast<int>(r.images.size()) >= limits.max_images) {
     return Error(413, "too_many_images",
                  "more than " + std::to_string(limits.max_images) + " images in one request");
@@ -120,7 +120,7 @@ std::optional<HttpError> ParseFormParts(std::string_view content_type, std::stri
   for (const FormPart& part : parts) {
     if (part.name == "image" || part.name == "images" || part.name == "image[]") {
       std::string name = part.filename.empty() ? "image" : part.filename;
-      if (auto e = AddImage(std::move(name), std::string(part.data), limits, r)) return e;
+      if (auto e = AddImage(std::move(name), ImageBytes(part.data), limits, r)) return e;
     } else if (auto e = ApplyOption(part.name, part.data, r.params)) {
       return e;
     }
@@ -220,7 +220,7 @@ std::optional<HttpError> ParseJsonLimited(std::string_view body, int max_depth,
   return std::nullopt;
 }
 
-std::optional<std::string> DecodeBase64(std::string_view text) {
+std::optional<std::vector<uint8_t>> DecodeBase64(std::string_view text) {
   if (text.rfind("data:", 0) == 0) {
     const size_t comma = text.find(',');
     if (comma == std::string_view::npos ||
@@ -229,7 +229,7 @@ std::optional<std::string> DecodeBase64(std::string_view text) {
     }
     text.remove_prefix(comma + 1);
   }
-  std::string out;
+  std::vector<uint8_t> out;
   out.reserve(text.size() / 4 * 3);
   uint32_t acc = 0;
   int bits = 0;
@@ -259,7 +259,7 @@ std::optional<std::string> DecodeBase64(std::string_view text) {
     bits += 6;
     if (bits >= 8) {
       bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+      out.push_back(static_cast<uint8_t>((acc >> bits) & 0xFF));
     }
   }
   if (bits >= 6) return std::nullopt;  // a single leftover character cannot encode a byte
@@ -298,7 +298,9 @@ ParsedDetectRequest ParseDetectRequest(std::string_view content_type, std::strin
   std::optional<HttpError> error = CheckDetectContentType(content_type);
   if (!error) {
     if (IsRawImageType(media)) {
-      error = AddImage("image", std::move(body), limits, r);
+      std::vector<uint8_t> bytes = ImageBytes(body);
+      std::string().swap(body);  // the picture is in `bytes` now: hold it once
+      error = AddImage("image", std::move(bytes), limits, r);
     } else if (media == "multipart/form-data") {
       error = ParseFormParts(content_type, body, limits, r);
     } else {

@@ -26,10 +26,18 @@ struct DetectParams {
   bool modelscope_format = false;               // format=modelscope: {"scores":[],"boxes":[]}
 };
 
+// One encoded picture of a request. Its bytes are copied once out of the request (a raw body,
+// a multipart part, a binary tensor) or decoded once from base64, and from here on only moved:
+// into the pipeline's ImageInput, then to image::Decode.
 struct ImagePart {
   std::string name;  // the multipart file name, or "image" / "images[i]"
-  std::string bytes;
+  std::vector<uint8_t> bytes;
 };
+
+// `data` as an image's bytes: the one copy out of the request's body.
+inline std::vector<uint8_t> ImageBytes(std::string_view data) {
+  return std::vector<uint8_t>(data.begin(), data.end());
+}
 
 struct DetectRequest {
   std::vector<ImagePart> images;
@@ -55,8 +63,8 @@ std::optional<HttpError> ParseDetectOptions(const std::multimap<std::string, std
 std::optional<HttpError> CheckDetectContentType(std::string_view content_type);
 
 // `query` holds the URL's query parameters; for multipart and JSON bodies the same options may
-// also come as form fields / JSON members (the body wins). `body` is moved into the image of a
-// raw upload (no copy). On failure returns the error:
+// also come as form fields / JSON members (the body wins). A raw upload's image is copied out of
+// `body`, which is freed at once. On failure returns the error:
 //   415 unsupported content type, 400 malformed multipart / JSON / base64 (or JSON nested deeper
 //   than max_json_depth), 422 a bad option (which one, what is allowed), 413 too many images or
 //   parts, 400 no image.
@@ -75,6 +83,6 @@ std::optional<HttpError> ParseJsonLimited(std::string_view body, int max_depth,
 
 // Standard base64 (RFC 4648) with optional padding and ASCII whitespace; also accepts a
 // "data:<type>;base64," prefix. nullopt when a character is outside the alphabet.
-std::optional<std::string> DecodeBase64(std::string_view text);
+std::optional<std::vector<uint8_t>> DecodeBase64(std::string_view text);
 
 }  // namespace mogserve::server

@@ -360,22 +360,28 @@ bool HttpServer::Authorized(const HttpRequest& head) const {
   return BearerKeyMatches(head.Header("Authorization"), options_.api_key);
 }
 
-std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
-  if (head.method == "OPTIONS" && !options_.cors_origin.empty()) {
-    HttpResponse r;  // a CORS preflight, answered for any path
-    r.status = 204;
-    r.SetHeader("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
-    r.SetHeader("Access-Control-Allow-Headers", "Authorization, Content-Type");
-    r.SetHeader("Access-Control-Max-Age", "600");
-    return r;
-  }
-  // /v2 answers in the Open Inference Protocol's error shape, /v1 and the rest in ours.
-  const bool v2 = head.path == "/v2" || head.path.rfind("/v2/", 0) == 0;
+namespace {
+
+// A CORS preflight (OPTIONS, with --cors-origin set), answered for any path.
+HttpResponse CorsPreflight() {
+  HttpResponse r;
+  r.status = 204;
+  r.SetHeader("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+  r.SetHeader("Access-Control-Allow-Headers", "Authorization, Content-Type");
+  r.SetHeader("Access-Control-Max-Age", "600");
+  return r;
+}
+
+// The checks every request passes first, in this order: a route for the path (404), the method
+// (405), the API key where one is needed (401). /v2 answers in the Open Inference Protocol's
+// error shape, /v1 and the rest in ours.
+std::optional<HttpResponse> ScreenRouteMethodAndKey(const HttpRequest& head,
+                                                    const RouteEntry* route, bool v2,
+                                                    bool key_required, bool authorized) {
   auto refuse = [v2](int status, const char* code, std::string message) {
     return v2 ? oip::ErrorResponse({status, code, std::move(message)})
               : http::JsonError(status, code, message);
   };
-  const RouteEntry* route = FindRoute(head.path);
   if (route == nullptr) return refuse(404, "not_found", "no route " + head.method + " " + head.path);
   if (!MethodAllowed(*route, head.method)) {
     const std::string allow = AllowedMethods(*route);
@@ -388,7 +394,7 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
   }
   const bool needs_key = head.path.rfind("/v1/", 0) == 0 ||
                          (v2 && head.path.rfind("/v2/health/", 0) != 0);
-  if (!options_.api_key.empty() && needs_key && !Authorized(head)) {
+  if (key_required && needs_key && !authorized) {
     HttpResponse r =
         refuse(401, "unauthorized",
                head.HasHeader("Authorization")
@@ -397,43 +403,61 @@ std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
     r.SetHeader("WWW-Authenticate", "Bearer");
     return r;
   }
-  if (v2) return ScreenV2(head, static_cast<int>(route->route));
-  if (route->route == Route::kDetect) {
+  return std::nullopt;
+}
+
+HttpResponse TooManySubscribers(std::string message) {
+  HttpResponse r = http::JsonError(503, "too_many_subscribers", std::move(message));
+  r.SetHeader("Retry-After", "5");
+  return r;
+}
+
+}  // namespace
+
+std::optional<HttpResponse> HttpServer::Screen(const HttpRequest& head) {
+  if (head.method == "OPTIONS" && !options_.cors_origin.empty()) return CorsPreflight();
+  const bool v2 = head.path == "/v2" || head.path.rfind("/v2/", 0) == 0;
+  const RouteEntry* route = FindRoute(head.path);
+  const bool key_required = !options_.api_key.empty();
+  if (auto refused = ScreenRouteMethodAndKey(head, route, v2, key_required,
+                                             key_required && Authorized(head))) {
+    return refused;
+  }
+  const int route_value = static_cast<int>(route->route);
+  return v2 ? ScreenV2(head, route_value) : ScreenV1(head, route_value);
+}
+
+std::optional<HttpResponse> HttpServer::ScreenV1(const HttpRequest& head, int route_value) {
+  const auto route = static_cast<Route>(route_value);
+  if (route == Route::kDetect) {
     if (!ready()) return NotReady();
     if (auto e = CheckDetectContentType(head.Header("Content-Type"))) return Error(*e);
   }
-  if (route->route == Route::kEvents) {
+  if (route == Route::kEvents) {
     auto interval = ParseEventsInterval(head.query);
     if (auto* e = std::get_if<HttpError>(&interval)) return Error(*e);
     if (events_->subscribers() >= StatsEvents::kMaxSubscribers) {
-      HttpResponse r =
-          http::JsonError(503, "too_many_subscribers",
-                          "/v1/events has " + std::to_string(StatsEvents::kMaxSubscribers) +
-                              " subscribers already");
-      r.SetHeader("Retry-After", "5");
-      return r;
+      return TooManySubscribers("/v1/events has " + std::to_string(StatsEvents::kMaxSubscribers) +
+                                " subscribers already");
     }
   }
-  const bool streams_route = route->route == Route::kStreams || route->route == Route::kStream ||
-                             route->route == Route::kStreamsWebSocket;
+  const bool streams_route =
+      route == Route::kStreams || route == Route::kStream || route == Route::kStreamsWebSocket;
   if (streams_route && streams_.load() == nullptr) {
     return http::JsonError(404, "not_found",
                            "this server has no video streams (" + head.path +
                                "): mogserve serve was built without video");
   }
-  if (route->route == Route::kStreamsWebSocket) {
+  if (route == Route::kStreamsWebSocket) {
     // The cap shared with the streamed watchers, checked before the upgrade (and again as the
     // socket subscribes: another may have come meanwhile).
     StreamEvents* events = stream_events_.load();
     if (events == nullptr || events->full()) {
-      HttpResponse r = http::JsonError(503, "too_many_subscribers",
-                                       "the streams have their most watchers already "
-                                       "(--max-stream-subscribers)");
-      r.SetHeader("Retry-After", "5");
-      return r;
+      return TooManySubscribers(
+          "the streams have their most watchers already (--max-stream-subscribers)");
     }
   }
-  if (route->route == Route::kDetectWebSocket) {
+  if (route == Route::kDetectWebSocket) {
     if (!ready()) return NotReady();
     auto query = ParseWebSocketQuery(head.query);
     if (auto* e = std::get_if<HttpError>(&query)) return Error(*e);

@@ -129,6 +129,10 @@ class HttpServer : private http::HttpHandler {
 
   void Detect(http::HttpRequest request, const http::Responder& respond);
   void Infer(http::HttpRequest request, const http::Responder& respond);  // POST /v2/.../infer
+  // Screen's last step for /v1 and the rest, after the route, method and API key: the checks of
+  // one route (readiness, content type, query, subscriber caps); `route` is the route table's
+  // value.
+  std::optional<http::HttpResponse> ScreenV1(const http::HttpRequest& head, int route);
   // The /v2 checks of Screen after the route, method and API key (the model name, readiness,
   // Content-Encoding); `route` is the route table's value.
   std::optional<http::HttpResponse> ScreenV2(const http::HttpRequest& head, int route);

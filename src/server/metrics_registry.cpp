@@ -3,19 +3,18 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/enum_names.h"
+
 namespace mogserve::server {
 namespace {
 
+constexpr EnumName<MetricFamily::Type> kTypeNames[] = {
+    {MetricFamily::Type::kCounter, "counter"},
+    {MetricFamily::Type::kGauge, "gauge"},
+    {MetricFamily::Type::kHistogram, "histogram"}};
+
 const char* TypeName(MetricFamily::Type type) {
-  switch (type) {
-    case MetricFamily::Type::kCounter:
-      return "counter";
-    case MetricFamily::Type::kGauge:
-      return "gauge";
-    case MetricFamily::Type::kHistogram:
-      return "histogram";
-  }
-  return "untyped";
+  return NameOf(kTypeNames, type, "untyped");
 }
 
 // {a="x",b="y"} plus an optional extra label (the histogram's le).

@@ -162,7 +162,7 @@ std::optional<HttpError> SplitBinaryElements(std::string_view bytes, InferReques
                  " runs past the binary data");
     }
     r.images.push_back(
-        {"IMAGE[" + std::to_string(r.images.size()) + "]", std::string(bytes.substr(0, n))});
+        {"IMAGE[" + std::to_string(r.images.size()) + "]", ImageBytes(bytes.substr(0, n))});
     bytes.remove_prefix(n);
   }
   return std::nullopt;

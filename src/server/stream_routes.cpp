@@ -362,6 +362,30 @@ std::unique_ptr<http::WebSocketHandler> AcceptStreamWebSocket(
   return std::make_unique<RefusedWebSocket>();
 }
 
+namespace {
+
+// The stages of a stream's frames: the counter of each, and its rate (none for submitted and
+// failed, which the 10 s window does not track). One table for both metric families.
+struct StageField {
+  const char* stage;
+  int64_t video::IngestCounters::*count;
+  double video::IngestRates::*fps;
+};
+constexpr StageField kStageFields[] = {
+    {"received", &video::IngestCounters::received, &video::IngestRates::received},
+    {"decoded", &video::IngestCounters::decoded, &video::IngestRates::decoded},
+    {"dropped_catchup", &video::IngestCounters::dropped_catchup,
+     &video::IngestRates::dropped_catchup},
+    {"corrupt", &video::IngestCounters::corrupt, &video::IngestRates::corrupt},
+    {"sampled_out", &video::IngestCounters::sampled_out, &video::IngestRates::sampled_out},
+    {"submitted", &video::IngestCounters::submitted, nullptr},
+    {"detected", &video::IngestCounters::detected, &video::IngestRates::detected},
+    {"superseded", &video::IngestCounters::superseded, &video::IngestRates::superseded},
+    {"expired", &video::IngestCounters::expired, &video::IngestRates::expired},
+    {"failed", &video::IngestCounters::failed, nullptr}};
+
+}  // namespace
+
 std::string StreamMetricsText(const video::StreamRegistry& registry) {
   const std::vector<video::StreamInfo> streams = registry.List();
   if (streams.empty()) return "";
@@ -372,35 +396,17 @@ std::string StreamMetricsText(const video::StreamRegistry& registry) {
   Family(out, "mogserve_stream_frames_total", "counter",
          "Frames of each video stream by stage (since the stream was added or restarted).");
   for (const video::StreamInfo& s : streams) {
-    const video::IngestCounters& c = s.counters;
-    const std::pair<const char*, int64_t> stages[] = {{"received", c.received},
-                                                      {"decoded", c.decoded},
-                                                      {"dropped_catchup", c.dropped_catchup},
-                                                      {"corrupt", c.corrupt},
-                                                      {"sampled_out", c.sampled_out},
-                                                      {"submitted", c.submitted},
-                                                      {"detected", c.detected},
-                                                      {"superseded", c.superseded},
-                                                      {"expired", c.expired},
-                                                      {"failed", c.failed}};
-    for (const auto& [stage, n] : stages) {
-      Sample(out, "mogserve_stream_frames_total", label(s) + ",stage=\"" + stage + "\"",
-             static_cast<double>(n));
+    for (const StageField& f : kStageFields) {
+      Sample(out, "mogserve_stream_frames_total", label(s) + ",stage=\"" + f.stage + "\"",
+             static_cast<double>(s.counters.*f.count));
     }
   }
   Family(out, "mogserve_stream_fps", "gauge", "Frames per second of each stage, last 10 s.");
   for (const video::StreamInfo& s : streams) {
-    const video::IngestRates& f = s.status.fps;
-    const std::pair<const char*, double> stages[] = {{"received", f.received},
-                                                     {"decoded", f.decoded},
-                                                     {"dropped_catchup", f.dropped_catchup},
-                                                     {"corrupt", f.corrupt},
-                                                     {"sampled_out", f.sampled_out},
-                                                     {"detected", f.detected},
-                                                     {"superseded", f.superseded},
-                                                     {"expired", f.expired}};
-    for (const auto& [stage, v] : stages) {
-      Sample(out, "mogserve_stream_fps", label(s) + ",stage=\"" + stage + "\"", v);
+    for (const StageField& f : kStageFields) {
+      if (f.fps == nullptr) continue;
+      Sample(out, "mogserve_stream_fps", label(s) + ",stage=\"" + f.stage + "\"",
+             s.status.fps.*f.fps);
     }
   }
   Family(out, "mogserve_stream_latency_seconds", "gauge",

@@ -3,6 +3,8 @@
 #include <array>
 #include <cctype>
 
+#include "common/enum_names.h"
+
 namespace mogserve::video {
 namespace {
 
@@ -47,22 +49,12 @@ size_t AuthorityEnd(std::string_view text, size_t begin) {
 
 }  // namespace
 
+constexpr EnumName<SourceScheme> kSourceSchemeNames[] = {
+    {SourceScheme::kFile, "file"}, {SourceScheme::kRtsp, "rtsp"}, {SourceScheme::kRtmp, "rtmp"},
+    {SourceScheme::kHttp, "http"}, {SourceScheme::kUdp, "udp"},   {SourceScheme::kTcp, "tcp"}};
+
 const char* SourceSchemeName(SourceScheme scheme) {
-  switch (scheme) {
-    case SourceScheme::kFile:
-      return "file";
-    case SourceScheme::kRtsp:
-      return "rtsp";
-    case SourceScheme::kRtmp:
-      return "rtmp";
-    case SourceScheme::kHttp:
-      return "http";
-    case SourceScheme::kUdp:
-      return "udp";
-    case SourceScheme::kTcp:
-      return "tcp";
-  }
-  return "file";
+  return NameOf(kSourceSchemeNames, scheme, "file");
 }
 
 StatusOr<SourceScheme> ParseSourceScheme(std::string_view source) {

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "common/clock.h"
+#include "common/enum_names.h"
 
 namespace mogserve::video {
 
@@ -47,20 +48,14 @@ double Seconds(SteadyClock::time_point t) {
 
 }  // namespace
 
+constexpr EnumName<StreamState> kStreamStateNames[] = {{StreamState::kConnecting, "connecting"},
+                                                       {StreamState::kRunning, "running"},
+                                                       {StreamState::kReconnecting, "reconnecting"},
+                                                       {StreamState::kEnded, "ended"},
+                                                       {StreamState::kFailed, "failed"}};
+
 const char* StreamStateName(StreamState state) {
-  switch (state) {
-    case StreamState::kConnecting:
-      return "connecting";
-    case StreamState::kRunning:
-      return "running";
-    case StreamState::kReconnecting:
-      return "reconnecting";
-    case StreamState::kEnded:
-      return "ended";
-    case StreamState::kFailed:
-      return "failed";
-  }
-  return "failed";
+  return NameOf(kStreamStateNames, state, "failed");
 }
 
 StreamIngest::StreamIngest(pipeline::Pipeline& pipeline, IngestOptions options,

@@ -22,6 +22,8 @@ extern "C" {
 #include <string_view>
 
 #include "common/clock.h"
+#include "common/enum_names.h"
+#include "image/resize.h"
 #include "video/av_error.h"
 
 namespace mogserve::video {
@@ -147,49 +149,31 @@ AVBufferRef* SharedCudaDevice(std::string* why) {
 
 }  // namespace
 
+constexpr EnumName<HwAccel> kHwAccelNames[] = {
+    {HwAccel::kAuto, "auto"}, {HwAccel::kCuda, "cuda"}, {HwAccel::kNone, "none"}};
+
 const char* HwAccelName(HwAccel hwaccel) {
-  switch (hwaccel) {
-    case HwAccel::kAuto:
-      return "auto";
-    case HwAccel::kCuda:
-      return "cuda";
-    case HwAccel::kNone:
-      return "none";
-  }
-  return "none";
+  return NameOf(kHwAccelNames, hwaccel, "none");
 }
 
 std::optional<HwAccel> ParseHwAccel(const std::string& text) {
-  for (HwAccel h : {HwAccel::kAuto, HwAccel::kCuda, HwAccel::kNone}) {
-    if (text == HwAccelName(h)) return h;
-  }
-  return std::nullopt;
+  return FindByName(kHwAccelNames, text);
 }
 
+constexpr EnumName<VideoErrorCode> kVideoErrorNames[] = {
+    {VideoErrorCode::kBadUrl, "bad_url"},
+    {VideoErrorCode::kUnreachable, "unreachable"},
+    {VideoErrorCode::kTimeout, "timeout"},
+    {VideoErrorCode::kNotFound, "not_found"},
+    {VideoErrorCode::kUnauthorized, "unauthorized"},
+    {VideoErrorCode::kNoVideoStream, "no_video_stream"},
+    {VideoErrorCode::kUnsupportedCodec, "unsupported_codec"},
+    {VideoErrorCode::kInvalidData, "invalid_data"},
+    {VideoErrorCode::kIoError, "io_error"},
+    {VideoErrorCode::kCancelled, "cancelled"}};
+
 const char* VideoErrorName(VideoErrorCode code) {
-  switch (code) {
-    case VideoErrorCode::kBadUrl:
-      return "bad_url";
-    case VideoErrorCode::kUnreachable:
-      return "unreachable";
-    case VideoErrorCode::kTimeout:
-      return "timeout";
-    case VideoErrorCode::kNotFound:
-      return "not_found";
-    case VideoErrorCode::kUnauthorized:
-      return "unauthorized";
-    case VideoErrorCode::kNoVideoStream:
-      return "no_video_stream";
-    case VideoErrorCode::kUnsupportedCodec:
-      return "unsupported_codec";
-    case VideoErrorCode::kInvalidData:
-      return "invalid_data";
-    case VideoErrorCode::kIoError:
-      return "io_error";
-    case VideoErrorCode::kCancelled:
-      return "cancelled";
-  }
-  return "io_error";
+  return NameOf(kVideoErrorNames, code, "io_error");
 }
 
 struct VideoReader::Impl {
@@ -572,7 +556,7 @@ pipeline::PreparedCanvas VideoReader::Scale(const pipeline::ShapeBuckets& bucket
   uint8_t* dst[4] = {out.canvas.data(), nullptr, nullptr, nullptr};
   const int dst_stride[4] = {box.canvas_width * 3, 0, 0, 0};
   sws_scale(m.sws, m.picture->data, m.picture->linesize, 0, m.picture->height, dst, dst_stride);
-  pipeline::ZeroPadding(box, out.canvas.data());
+  image::ZeroLetterboxPadding(box, out.canvas.data());
   out.preprocess_ms = MillisecondsSince(start);
   return out;
 }

@@ -82,6 +82,11 @@ TEST(EvalWiderE2E, EvaluatesPredictionFilesOfAnyDetector) {
     }
   }
   EXPECT_TRUE(fs::exists(out / "pr_curves.gp"));
+  // With gnuplot installed (scripts/setup.sh installs it) the plot is drawn in the folder.
+  if (RunProcess("/bin/sh", {"-c", "command -v gnuplot"}).exit_code == 0) {
+    EXPECT_GT(fs::file_size(out / "pr_curves.svg"), 0u) << r.Describe();
+    EXPECT_GT(fs::file_size(out / "pr_curves.png"), 0u) << r.Describe();
+  }
 }
 
 TEST(EvalWiderE2E, UsageErrors) {

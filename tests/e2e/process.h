@@ -1,5 +1,5 @@
-// Runs a program as a child process (fork + execve, no shell) and captures its output: the
-// end-to-end tests drive the real mogserve binary through this.
+// Runs a program as a child process (common/subprocess.h: posix_spawn, no shell) and captures
+// its output: the end-to-end tests drive the real mogserve binary through this.
 #pragma once
 
 #include <sys/types.h>
@@ -14,6 +14,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "common/subprocess.h"
 
 namespace mogserve::e2e {
 
@@ -65,7 +67,7 @@ class ChildProcess {
   bool Start(const std::string& program, const std::vector<std::string>& args,
              const ProcessOptions& options = {});
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return child_.pid(); }
   const std::string& spawn_error() const { return spawn_error_; }
 
   // Waits until a line of stdout or stderr (both are searched, in arrival order) satisfies
@@ -94,11 +96,9 @@ class ChildProcess {
 
  private:
   void ReadLoop(int out_fd, int err_fd);
-  void Reap(int status);
   int64_t StatusKib(const char* field) const;  // a "Vm...: N kB" line of /proc/PID/status
 
-  pid_t pid_ = -1;
-  bool reaped_ = false;
+  Subprocess child_;
   ProcessResult result_;
   std::string spawn_error_;
   std::thread reader_;

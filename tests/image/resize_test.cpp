@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -127,10 +128,11 @@ TEST(FitLetterboxTest, OtherShapes) {
   EXPECT_EQ(box.content_width, 0);
 }
 
-TEST(LetterboxIntoTest, PlacesContentAtOriginAndZeroesPadding) {
+TEST(RenderLetterboxTest, PlacesContentAtOriginAndZeroesPadding) {
+  // A decoder-reduced 960x640 picture of a 1920x1280 original: the geometry is the original's.
   const Image src = testutil::MakeSolid(960, 640, Color{200, 150, 100});
-  Letterbox box;
-  const Image canvas = LetterboxInto(src, 512, 512, 1920, 1280, &box);
+  const Letterbox box = FitLetterbox(1920, 1280, 512, 512);
+  const Image canvas = RenderLetterbox(src, box);
   ASSERT_EQ(canvas.width, 512);
   ASSERT_EQ(canvas.height, 512);
   EXPECT_EQ(box.content_width, 512);
@@ -145,15 +147,52 @@ TEST(LetterboxIntoTest, PlacesContentAtOriginAndZeroesPadding) {
   }
 }
 
-TEST(LetterboxIntoTest, PortraitPadsOnTheRight) {
+TEST(RenderLetterboxTest, PortraitPadsOnTheRight) {
   const Image src = testutil::MakeSolid(30, 60, Color{9, 9, 9});
-  Letterbox box;
-  const Image canvas = LetterboxInto(src, 64, 64, 30, 60, &box);
+  const Letterbox box = FitLetterbox(30, 60, 64, 64);
+  const Image canvas = RenderLetterbox(src, box);
   EXPECT_EQ(box.content_width, 32);
   EXPECT_EQ(box.content_height, 64);
   EXPECT_TRUE(testutil::PixelNear(canvas, 31, 63, Color{9, 9, 9}, 0));
   EXPECT_TRUE(testutil::PixelNear(canvas, 32, 0, Color{0, 0, 0}, 0));
   EXPECT_TRUE(testutil::PixelNear(canvas, 63, 63, Color{0, 0, 0}, 0));
+}
+
+TEST(RenderLetterboxTest, IntoABufferOverwritesEveryByte) {
+  // A reused canvas (the pipeline's pool) holds the previous picture: nothing of it may remain.
+  const Image src = testutil::MakeSolid(40, 20, Color{7, 8, 9});
+  const Letterbox box = FitLetterbox(40, 20, 32, 32);
+  ASSERT_EQ(box.content_width, 32);
+  ASSERT_EQ(box.content_height, 16);
+  std::vector<uint8_t> canvas(32 * 32 * 3, 0xAB);
+  RenderLetterboxInto(src, box, canvas.data());
+  EXPECT_EQ(RenderLetterbox(src, box).data, canvas);
+  for (int y = 0; y < 32; ++y) {
+    for (int x = 0; x < 32; ++x) {
+      const uint8_t* p = canvas.data() + (y * 32 + x) * 3;
+      const uint8_t expected[3] = {static_cast<uint8_t>(y < 16 ? 7 : 0),
+                                   static_cast<uint8_t>(y < 16 ? 8 : 0),
+                                   static_cast<uint8_t>(y < 16 ? 9 : 0)};
+      ASSERT_EQ(std::vector<uint8_t>(p, p + 3), std::vector<uint8_t>(expected, expected + 3))
+          << x << "," << y;
+    }
+  }
+  // An empty picture leaves an all-zero canvas.
+  std::fill(canvas.begin(), canvas.end(), 0xAB);
+  RenderLetterboxInto(Image(), box, canvas.data());
+  EXPECT_EQ(std::count(canvas.begin(), canvas.end(), 0), static_cast<long>(canvas.size()));
+}
+
+TEST(RenderLetterboxTest, ZeroPaddingLeavesTheContent) {
+  Letterbox box = FitLetterbox(20, 40, 16, 16);  // content 8x16: padding on the right only
+  ASSERT_EQ(box.content_width, 8);
+  std::vector<uint8_t> canvas(16 * 16 * 3, 0xAB);
+  ZeroLetterboxPadding(box, canvas.data());
+  for (int y = 0; y < 16; ++y) {
+    for (int x = 0; x < 16; ++x) {
+      ASSERT_EQ(canvas[(y * 16 + x) * 3], x < 8 ? 0xAB : 0) << x << "," << y;
+    }
+  }
 }
 
 }  // namespace

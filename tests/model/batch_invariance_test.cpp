@@ -155,9 +155,10 @@ TEST_F(BatchInvarianceTest, LetterboxPaddingActsLikeABlackBorder) {
   image::Image square(1920, 1920);  // zero-filled
   std::memcpy(square.data.data(), photo.data.data(), photo.data.size());
 
-  image::Letterbox lb_photo, lb_square;
-  const image::Image canvas_photo = image::LetterboxInto(photo, 512, 512, 1920, 1280, &lb_photo);
-  const image::Image canvas_square = image::LetterboxInto(square, 512, 512, 1920, 1920, &lb_square);
+  const image::Letterbox lb_photo = image::FitLetterbox(1920, 1280, 512, 512);
+  const image::Letterbox lb_square = image::FitLetterbox(1920, 1920, 512, 512);
+  const image::Image canvas_photo = image::RenderLetterbox(photo, lb_photo);
+  const image::Image canvas_square = image::RenderLetterbox(square, lb_square);
   ASSERT_EQ(lb_photo.content_height, 341);
   ASSERT_EQ(lb_square.content_height, 512);
 

@@ -4,14 +4,13 @@
 // reads both; and the converter prints the variant it detected. Runs Debian's python3-torch
 // (/usr/bin/python3), which scripts/setup.sh installs; skipped only where it cannot import torch.
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
 
+#include "common/subprocess.h"
 #include "model/checkpoint_loader.h"
 #include "model/mogface/mogface_variant.h"
 
@@ -26,41 +25,31 @@ fs::path SourceDir() {
   return fs::path(MOGSERVE_TEST_DATA_DIR).parent_path().parent_path();
 }
 
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out.append("'\\''");
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('\'');
-  return out;
-}
-
 struct CommandResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr
 };
 
-CommandResult RunCommand(const std::string& command) {
+// Runs argv (no shell) to its end, stdout and stderr together.
+CommandResult RunCommand(const std::vector<std::string>& argv) {
   CommandResult r;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) r.output.append(buf, n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  SubprocessOptions options;
+  options.out = Redirect::Pipe();
+  options.err = Redirect::ToStdout();
+  StatusOr<SubprocessOutput> run = RunSubprocess(argv, options, std::chrono::minutes(10));
+  if (!run.ok()) {
+    r.output = run.status().ToString();
+    return r;
+  }
+  r.exit_code = run->status.exit_code;
+  r.output = std::move(run->out);
   return r;
 }
 
 CommandResult RunPython(const fs::path& script, const std::vector<std::string>& args) {
-  std::string command = kPython;
-  command.append(" ").append(Quote(script.string()));
-  for (const std::string& a : args) command.append(" ").append(Quote(a));
-  return RunCommand(command);
+  std::vector<std::string> argv = {kPython, script.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv);
 }
 
 class TempDir {
@@ -110,7 +99,7 @@ void ExpectIdentical(const HostTensorMap& expected, const HostTensorMap& actual)
 }
 
 TEST(ConvertCheckpointTest, ZipToSafetensorsRoundTripKeepsEveryTensor) {
-  if (RunCommand(std::string(kPython) + " -c 'import torch, numpy'").exit_code != 0) {
+  if (RunCommand({kPython, "-c", "import torch, numpy"}).exit_code != 0) {
     GTEST_SKIP() << kPython << " cannot import torch (scripts/setup.sh installs python3-torch)";
   }
   TempDir tmp;

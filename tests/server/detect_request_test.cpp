@@ -34,13 +34,13 @@ ParsedDetectRequest Parse(std::string_view type, std::string_view body, const Qu
 }
 
 TEST(DecodeBase64Test, DecodesPaddedUnpaddedWhitespaceAndDataUrls) {
-  EXPECT_EQ(DecodeBase64("aGVsbG8="), "hello");
-  EXPECT_EQ(DecodeBase64("aGVsbG8"), "hello");
-  EXPECT_EQ(DecodeBase64("aGVs\nbG8=\r\n"), "hello");
-  EXPECT_EQ(DecodeBase64("data:image/png;base64,aGk="), "hi");
-  EXPECT_EQ(DecodeBase64("/+A="), std::string("\xff\xe0", 2));
-  EXPECT_EQ(DecodeBase64("_-A="), std::string("\xff\xe0", 2));  // URL-safe alphabet
-  EXPECT_EQ(DecodeBase64(""), "");
+  EXPECT_EQ(DecodeBase64("aGVsbG8="), ImageBytes("hello"));
+  EXPECT_EQ(DecodeBase64("aGVsbG8"), ImageBytes("hello"));
+  EXPECT_EQ(DecodeBase64("aGVs\nbG8=\r\n"), ImageBytes("hello"));
+  EXPECT_EQ(DecodeBase64("data:image/png;base64,aGk="), ImageBytes("hi"));
+  EXPECT_EQ(DecodeBase64("/+A="), ImageBytes(std::string("\xff\xe0", 2)));
+  EXPECT_EQ(DecodeBase64("_-A="), ImageBytes(std::string("\xff\xe0", 2)));  // URL-safe alphabet
+  EXPECT_EQ(DecodeBase64(""), ImageBytes(""));
   EXPECT_FALSE(DecodeBase64("aGVsbG8*").has_value());
   EXPECT_FALSE(DecodeBase64("aG=Vs").has_value());                // data after padding
   EXPECT_FALSE(DecodeBase64("a").has_value());                    // 6 bits cannot make a byte
@@ -56,7 +56,7 @@ TEST(ParseDetectRequestTest, RawImageBodyWithQueryOptions) {
                         {"format", "modelscope"}});
   ASSERT_FALSE(r.error.has_value()) << r.error->message;
   ASSERT_EQ(r.request.images.size(), 1u);
-  EXPECT_EQ(r.request.images[0].bytes, "JPEGBYTES");
+  EXPECT_EQ(r.request.images[0].bytes, ImageBytes("JPEGBYTES"));
   EXPECT_FALSE(r.request.many);
   EXPECT_FLOAT_EQ(*r.request.params.score_threshold, 0.25f);
   EXPECT_EQ(*r.request.params.max_faces, 3);
@@ -85,7 +85,7 @@ TEST(ParseDetectRequestTest, MultipartWithManyImagesAndFormOptions) {
   ASSERT_FALSE(r.error.has_value()) << r.error->message;
   ASSERT_EQ(r.request.images.size(), 2u);
   EXPECT_EQ(r.request.images[0].name, "a.jpg");
-  EXPECT_EQ(r.request.images[1].bytes, "B\r\nB-B");
+  EXPECT_EQ(r.request.images[1].bytes, ImageBytes("B\r\nB-B"));
   EXPECT_TRUE(r.request.many);
   EXPECT_EQ(*r.request.params.max_faces, 9);
 }
@@ -150,7 +150,7 @@ TEST(ParseDetectRequestTest, JsonWithOneOrManyBase64Images) {
       Parse("application/json", R"({"image":"aGVsbG8=","score_threshold":0.6,"priority":"bulk"})");
   ASSERT_FALSE(r.error.has_value()) << r.error->message;
   ASSERT_EQ(r.request.images.size(), 1u);
-  EXPECT_EQ(r.request.images[0].bytes, "hello");
+  EXPECT_EQ(r.request.images[0].bytes, ImageBytes("hello"));
   EXPECT_FLOAT_EQ(*r.request.params.score_threshold, 0.6f);
   EXPECT_EQ(r.request.params.priority, scheduler::Priority::kBulk);
   EXPECT_FALSE(r.request.many);
@@ -158,7 +158,7 @@ TEST(ParseDetectRequestTest, JsonWithOneOrManyBase64Images) {
   r = Parse("application/json", R"({"images":["aGk=","aGV5"]})");
   ASSERT_FALSE(r.error.has_value()) << r.error->message;
   ASSERT_EQ(r.request.images.size(), 2u);
-  EXPECT_EQ(r.request.images[1].bytes, "hey");
+  EXPECT_EQ(r.request.images[1].bytes, ImageBytes("hey"));
   EXPECT_TRUE(r.request.many);
 }
 

@@ -87,7 +87,7 @@ TEST(GrpcInferTest, BytesContentsAndParameters) {
   EXPECT_EQ(r.id, "r-1");
   ASSERT_EQ(r.images.size(), 2u);
   EXPECT_EQ(r.images[1].name, "IMAGE[1]");
-  EXPECT_EQ(r.images[1].bytes, "jpeg-b");
+  EXPECT_EQ(r.images[1].bytes, ImageBytes("jpeg-b"));
   EXPECT_NEAR(*r.params.score_threshold, 0.7, 1e-6);
   EXPECT_EQ(*r.params.max_faces, 3);
   EXPECT_EQ(*r.params.priority, scheduler::Priority::kBulk);
@@ -108,8 +108,8 @@ TEST(GrpcInferTest, RawInputContentsAreLengthPrefixedAndOutputsFilter) {
   req.add_outputs()->set_name("BOXES");
   const oip::InferRequest r = Parsed(req);
   ASSERT_EQ(r.images.size(), 2u);
-  EXPECT_EQ(r.images[0].bytes, "one");
-  EXPECT_EQ(r.images[1].bytes, "three");
+  EXPECT_EQ(r.images[0].bytes, ImageBytes("one"));
+  EXPECT_EQ(r.images[1].bytes, ImageBytes("three"));
   ASSERT_EQ(r.outputs.size(), 2u);
   EXPECT_EQ(r.outputs[0].name, "COUNT");
   EXPECT_EQ(r.outputs[1].name, "BOXES");
@@ -186,7 +186,7 @@ pipeline::RequestResult Done(int w, int h, std::vector<Detection> faces) {
 TEST(GrpcInferTest, RawOutputsAreRestsBinaryOutputs) {
   oip::InferRequest req;
   req.id = "x";
-  req.images = {{"IMAGE[0]", ""}, {"IMAGE[1]", ""}};
+  req.images = {{"IMAGE[0]", {}}, {"IMAGE[1]", {}}};
   oip::AddAllOutputs(true, req);
   const std::vector<pipeline::RequestResult> results = {
       Done(640, 480, {{10, 20, 30, 40, 0.9f}, {50, 60, 70, 80, 0.8f}}), Done(100, 50, {})};

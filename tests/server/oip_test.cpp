@@ -74,8 +74,8 @@ TEST(OipTest, JsonRequestWithBase64ImagesAndParameters) {
   const InferRequest r = Parsed("", req.dump());
   EXPECT_EQ(r.id, "req-7");
   ASSERT_EQ(r.images.size(), 2u);
-  EXPECT_EQ(r.images[0].bytes, kJpegA);
-  EXPECT_EQ(r.images[1].bytes, kJpegB);
+  EXPECT_EQ(r.images[0].bytes, ImageBytes(kJpegA));
+  EXPECT_EQ(r.images[1].bytes, ImageBytes(kJpegB));
   EXPECT_EQ(r.images[1].name, "IMAGE[1]");
   EXPECT_FLOAT_EQ(*r.params.score_threshold, 0.7f);
   EXPECT_EQ(*r.params.max_faces, 3);
@@ -105,8 +105,8 @@ TEST(OipTest, BinaryRequestInTritonsLayout) {
   const std::string json = req.dump();
   const InferRequest r = Parsed(std::to_string(json.size()), json + bin);
   ASSERT_EQ(r.images.size(), 2u);
-  EXPECT_EQ(r.images[0].bytes, kJpegA);
-  EXPECT_EQ(r.images[1].bytes, kJpegB);
+  EXPECT_EQ(r.images[0].bytes, ImageBytes(kJpegA));
+  EXPECT_EQ(r.images[1].bytes, ImageBytes(kJpegB));
 }
 
 TEST(OipTest, EveryRefusalNamesWhatIsWrong) {
@@ -192,7 +192,7 @@ pipeline::RequestResult Done(int w, int h, std::vector<Detection> faces) {
 TEST(OipTest, JsonOutputsArePaddedToTheMostFaces) {
   InferRequest req;
   req.id = "abc";
-  req.images = {{"IMAGE[0]", ""}, {"IMAGE[1]", ""}};
+  req.images = {{"IMAGE[0]", {}}, {"IMAGE[1]", {}}};
   for (const char* n : kOutputNames) req.outputs.push_back({n, false});
   const std::vector<pipeline::RequestResult> results = {
       Done(640, 480, {{10, 20, 30, 40, 0.9f}, {50, 60, 70, 80, 0.8f}}), Done(100, 50, {})};
@@ -217,7 +217,7 @@ TEST(OipTest, JsonOutputsArePaddedToTheMostFaces) {
 
 TEST(OipTest, BinaryOutputsFollowTheJson) {
   InferRequest req;
-  req.images = {{"IMAGE[0]", ""}};
+  req.images = {{"IMAGE[0]", {}}};
   req.outputs = {{"COUNT", true}, {"SCORES", true}, {"IMAGE_SIZE", false}};
   const http::HttpResponse r =
       InferResponse(req, "m", {Done(8, 6, {{1, 2, 3, 4, 0.5f}, {1, 2, 3, 4, 0.25f}})});
@@ -243,7 +243,7 @@ TEST(OipTest, BinaryOutputsFollowTheJson) {
 
 TEST(OipTest, OneFailedImageFailsTheRequestNamingIt) {
   InferRequest req;
-  req.images = {{"IMAGE[0]", ""}, {"IMAGE[1]", ""}};
+  req.images = {{"IMAGE[0]", {}}, {"IMAGE[1]", {}}};
   req.outputs = {{"COUNT", false}};
   pipeline::RequestResult bad;
   bad.outcome = scheduler::Outcome::kRejectedBadInput;
@@ -274,7 +274,7 @@ TEST(OipSharedTest, ImageTensorChecks) {
               HasSubstr("no image"));
   EXPECT_EQ(CheckImageTensor("IMAGE", "BYTES", std::vector<int64_t>{3}, limits, &n)->status, 413);
   InferRequest r;
-  r.images = {{"IMAGE[0]", "a"}, {"IMAGE[1]", ""}};
+  r.images = {{"IMAGE[0]", ImageBytes("a")}, {"IMAGE[1]", {}}};
   EXPECT_THAT(CheckImageCount(3, r)->message, HasSubstr("shape says 3 images, the data holds 2"));
   EXPECT_EQ(CheckImageCount(2, r)->code, "invalid_image");
   EXPECT_THAT(CheckImageCount(2, r)->message, HasSubstr("IMAGE[1] is empty"));
@@ -286,7 +286,7 @@ TEST(OipSharedTest, OutputsAndFailures) {
   EXPECT_THAT(AddOutput("MASKS", false, r)->message,
               HasSubstr("output 'MASKS' is not known; allowed: BOXES, SCORES, COUNT, IMAGE_SIZE"));
   ASSERT_EQ(r.outputs.size(), 1u);
-  r.images = {{"IMAGE[0]", ""}, {"IMAGE[1]", ""}};
+  r.images = {{"IMAGE[0]", {}}, {"IMAGE[1]", {}}};
   const std::vector<OutputTensor> t =
       OutputTensors(r, {Done(4, 4, {{0, 0, 1, 1, 0.5f}}), Done(4, 4, {})});
   ASSERT_EQ(t.size(), 1u);

@@ -7,11 +7,11 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
 #include "clips.h"
+#include "common/subprocess.h"
 #include "loopback.h"
 #include "video/video_reader.h"
 
@@ -45,10 +45,12 @@ TEST(ClipPublisher, LoopsTheClipAtItsFrameRateOverTcp) {
   const std::string short_clip =
       (std::filesystem::temp_directory_path() / ("one_second_" + std::to_string(getpid()) + ".mp4"))
           .string();
-  ASSERT_EQ(std::system(("ffmpeg -nostdin -v error -y -i '" + ClipPath("clip.mp4") +
-                         "' -frames:v 25 -c copy '" + short_clip + "'")
-                            .c_str()),
-            0);
+  Subprocess ffmpeg;
+  ASSERT_TRUE(ffmpeg
+                  .Start({"ffmpeg", "-nostdin", "-v", "error", "-y", "-i", ClipPath("clip.mp4"),
+                          "-frames:v", "25", "-c", "copy", short_clip})
+                  .ok());
+  ASSERT_TRUE(ffmpeg.Wait(std::chrono::seconds(60)).ok());
   const int port = testing::ClosedTcpPort();
   const std::string url = "tcp://127.0.0.1:" + std::to_string(port);
   PublisherOptions options;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "clips.h"
+#include "common/subprocess.h"
 #include "loopback.h"
 
 namespace mogserve::video {
@@ -159,17 +160,18 @@ TEST(VideoReader, ReadsEveryFrameOfTheMjpegClip) {
 
 // The ffmpeg CLI's own rendering of frame `index` at width x height, RGB24, area-averaged.
 std::vector<uint8_t> FfmpegFrame(const std::string& clip, int index, int width, int height) {
-  const std::string command = "ffmpeg -nostdin -v error -i '" + clip + "' -vf \"select=eq(n\\," +
-                              std::to_string(index) + "),scale=" + std::to_string(width) + ":" +
-                              std::to_string(height) +
-                              ":flags=area\" -frames:v 1 -pix_fmt rgb24 -f rawvideo -";
-  std::vector<uint8_t> bytes(static_cast<size_t>(width) * height * 3);
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {};
-  const size_t got = std::fread(bytes.data(), 1, bytes.size(), pipe);
-  pclose(pipe);
-  if (got != bytes.size()) return {};
-  return bytes;
+  const std::string filter = "select=eq(n\\," + std::to_string(index) +
+                             "),scale=" + std::to_string(width) + ":" + std::to_string(height) +
+                             ":flags=area";
+  SubprocessOptions options;
+  options.out = Redirect::Pipe();
+  StatusOr<SubprocessOutput> run =
+      RunSubprocess({"ffmpeg", "-nostdin", "-v", "error", "-i", clip, "-vf", filter, "-frames:v",
+                     "1", "-pix_fmt", "rgb24", "-f", "rawvideo", "-"},
+                    options, std::chrono::seconds(60));
+  if (!run.ok() || !run->status.ok()) return {};
+  if (run->out.size() != static_cast<size_t>(width) * height * 3) return {};
+  return std::vector<uint8_t>(run->out.begin(), run->out.end());
 }
 
 TEST(VideoReader, ScalesFramesIntoTheirBucketCanvas) {

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/enum_names.h"
 #include "engine/cuda/arena.h"
 #include "engine/cuda/float16.h"
 
@@ -98,16 +99,11 @@ int StorageBytes(StorageType type) {
   return type == StorageType::kF32 ? 4 : 2;
 }
 
+constexpr EnumName<StorageType> kStorageTypeNames[] = {
+    {StorageType::kF32, "f32"}, {StorageType::kF16, "f16"}, {StorageType::kBf16, "bf16"}};
+
 const char* StorageTypeName(StorageType type) {
-  switch (type) {
-    case StorageType::kF32:
-      return "f32";
-    case StorageType::kF16:
-      return "f16";
-    case StorageType::kBf16:
-      return "bf16";
-  }
-  return "?";
+  return NameOf(kStorageTypeNames, type, "?");
 }
 
 int64_t DeviceWeights::bytes() const {

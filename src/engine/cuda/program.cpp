@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "common/enum_names.h"
+
 namespace mogserve::engine::cuda {
 namespace {
 
@@ -213,30 +215,19 @@ StatusOr<ConvGeometry> ConvGeometryOf(const model::LayerPlan& plan, int op, int 
   return g;
 }
 
+constexpr EnumName<StepKind> kStepKindNames[] = {{StepKind::kPreprocess, "preprocess"},
+                                                 {StepKind::kPad, "pad"},
+                                                 {StepKind::kConv, "conv"},
+                                                 {StepKind::kClamp, "clamp"},
+                                                 {StepKind::kMaxPool, "max-pool"},
+                                                 {StepKind::kGroupNormStats, "group-norm-stats"},
+                                                 {StepKind::kGroupNormApply, "group-norm-apply"},
+                                                 {StepKind::kUpsampleAdd, "upsample-add"},
+                                                 {StepKind::kCopyChannels, "copy-channels"},
+                                                 {StepKind::kOutputLevel, "output-level"}};
+
 const char* StepKindName(StepKind kind) {
-  switch (kind) {
-    case StepKind::kPreprocess:
-      return "preprocess";
-    case StepKind::kPad:
-      return "pad";
-    case StepKind::kConv:
-      return "conv";
-    case StepKind::kClamp:
-      return "clamp";
-    case StepKind::kMaxPool:
-      return "max-pool";
-    case StepKind::kGroupNormStats:
-      return "group-norm-stats";
-    case StepKind::kGroupNormApply:
-      return "group-norm-apply";
-    case StepKind::kUpsampleAdd:
-      return "upsample-add";
-    case StepKind::kCopyChannels:
-      return "copy-channels";
-    case StepKind::kOutputLevel:
-      return "output-level";
-  }
-  return "?";
+  return NameOf(kStepKindNames, kind, "?");
 }
 
 std::string ShapeText(const NhwcShape& s) {

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 
+#include "common/enum_names.h"
 #include "model/mogface/mogface_network.h"
 #include "model/prepared_weights.h"
 
@@ -28,16 +29,11 @@ int CountBlocks(const HostTensorMap& w, int stage) {
 
 }  // namespace
 
+constexpr EnumName<Variant> kVariantNames[] = {
+    {Variant::kR101, "r101"}, {Variant::kE, "e"}, {Variant::kR50, "r50"}};
+
 const char* VariantName(Variant variant) {
-  switch (variant) {
-    case Variant::kR101:
-      return "r101";
-    case Variant::kE:
-      return "e";
-    case Variant::kR50:
-      return "r50";
-  }
-  return "?";
+  return NameOf(kVariantNames, variant, "?");
 }
 
 StatusOr<Variant> ParseVariant(std::string_view name) {

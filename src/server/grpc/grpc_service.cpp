@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/enum_names.h"
 #include "server/api_key.h"
 #include "server/detect_call.h"
 
@@ -53,7 +54,7 @@ std::optional<HttpError> ImageElements(const inference::ModelInferRequest& reque
     return Bad("IMAGE has neither contents.bytes_contents nor raw_input_contents");
   }
   for (const std::string& bytes : input.contents().bytes_contents()) {
-    r.images.push_back({"IMAGE[" + std::to_string(r.images.size()) + "]", bytes});
+    r.images.push_back({"IMAGE[" + std::to_string(r.images.size()) + "]", ImageBytes(bytes)});
   }
   return std::nullopt;
 }
@@ -139,31 +140,20 @@ grpc::Status ToGrpcStatus(const HttpError& error) {
   return grpc::Status(GrpcCodeOf(error.status, error.code), error.code + ": " + error.message);
 }
 
+constexpr EnumName<grpc::StatusCode> kGrpcCodeNames[] = {
+    {grpc::StatusCode::OK, "OK"},
+    {grpc::StatusCode::CANCELLED, "CANCELLED"},
+    {grpc::StatusCode::INVALID_ARGUMENT, "INVALID_ARGUMENT"},
+    {grpc::StatusCode::DEADLINE_EXCEEDED, "DEADLINE_EXCEEDED"},
+    {grpc::StatusCode::NOT_FOUND, "NOT_FOUND"},
+    {grpc::StatusCode::RESOURCE_EXHAUSTED, "RESOURCE_EXHAUSTED"},
+    {grpc::StatusCode::ABORTED, "ABORTED"},
+    {grpc::StatusCode::INTERNAL, "INTERNAL"},
+    {grpc::StatusCode::UNAVAILABLE, "UNAVAILABLE"},
+    {grpc::StatusCode::UNAUTHENTICATED, "UNAUTHENTICATED"}};
+
 const char* GrpcCodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK:
-      return "OK";
-    case grpc::StatusCode::CANCELLED:
-      return "CANCELLED";
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::ABORTED:
-      return "ABORTED";
-    case grpc::StatusCode::INTERNAL:
-      return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    default:
-      return "UNKNOWN";
-  }
+  return NameOf(kGrpcCodeNames, code, "UNKNOWN");
 }
 
 std::variant<oip::InferRequest, HttpError> ParseModelInferRequest(
