@@ -247,6 +247,26 @@ StatusOr<LoadedEngines> LoadEngines(const engine::EngineOptions& engine_options,
   return loaded;
 }
 
+pipeline::PipelineOptions ToPipelineOptions(const DetectorOptions& o,
+                                            const scheduler::SchedulerConfig& config,
+                                            const pipeline::ShapeBuckets& buckets,
+                                            const engine::Engine& first) {
+  pipeline::PipelineOptions options;
+  options.buckets = buckets;
+  options.scheduler = config;
+  // Requests still decoding hold their encoded bytes; the queue capacity bounds them too (the
+  // server's body budget, --max-body-bytes-in-flight, bounds their bytes until answered).
+  options.max_preprocessing = static_cast<int>(std::min<int64_t>(o.queue_capacity, 1 << 30));
+  // The forward pass already uses every core; more decoders than half the cores only preempt
+  // its OpenMP threads (measured on 2 cores: 200 photos in 8.7 s with 1 decoder, 9.8 s with 2).
+  options.preprocess_threads =
+      o.decode_threads > 0 ? o.decode_threads : std::max(1, AvailableCores() / 2);
+  options.postprocess_threads = o.postprocess_threads;
+  options.decode.max_pixels = o.max_pixels;
+  options.detect = ToDetectOptions(o, first.default_detect_options());
+  return options;
+}
+
 StatusOr<ServingPipeline> StartPipeline(const DetectorOptions& o, const LoadedEngines& loaded,
                                         pipeline::PipelineObserver* observer,
                                         const OptionNames& names) {
@@ -280,23 +300,11 @@ StatusOr<ServingPipeline> StartPipeline(const DetectorOptions& o, const LoadedEn
     latency_seed = plan->latency_samples();
   }
 
-  pipeline::PipelineOptions options;
-  options.buckets = loaded.buckets;
-  options.scheduler = config;
+  pipeline::PipelineOptions options =
+      ToPipelineOptions(o, config, loaded.buckets, *loaded.engines.front());
   options.latency_seed = std::move(latency_seed);
-  // Requests still decoding hold their encoded bytes; the queue capacity bounds them too (the
-  // server's body budget, --max-body-bytes-in-flight, bounds their bytes until answered).
-  options.max_preprocessing = static_cast<int>(std::min<int64_t>(o.queue_capacity, 1 << 30));
-  // The forward pass already uses every core; more decoders than half the cores only preempt
-  // its OpenMP threads (measured on 2 cores: 200 photos in 8.7 s with 1 decoder, 9.8 s with 2).
-  options.preprocess_threads =
-      o.decode_threads > 0 ? o.decode_threads : std::max(1, AvailableCores() / 2);
-  options.postprocess_threads = o.postprocess_threads;
-  options.decode.max_pixels = o.max_pixels;
-  const DetectOptions defaults =
-      ToDetectOptions(o, loaded.engines.front()->default_detect_options());
-  options.detect = defaults;
   options.observer = observer;
+  const DetectOptions defaults = options.detect;
   ServingPipeline out;
   MOGSERVE_ASSIGN_OR_RETURN(out.pipeline, pipeline::Pipeline::Create(loaded.engines, options));
   out.preprocess_threads = options.preprocess_threads;

@@ -99,6 +99,15 @@ struct ServingPipeline {
   int preprocess_threads = 0;
 };
 
+// The pipeline's options from `o` around a scheduler `config` (the caller's plan already applied):
+// the decode and post-processing threads, the pre-processing bound, the pixel limit and the
+// detection defaults (the model's, `first`'s, with the options' overrides). StartPipeline and
+// the in-process benchmarks (bench/pipeline_driver.cpp) build their pipelines from it.
+pipeline::PipelineOptions ToPipelineOptions(const DetectorOptions& o,
+                                            const scheduler::SchedulerConfig& config,
+                                            const pipeline::ShapeBuckets& buckets,
+                                            const engine::Engine& first);
+
 // Measures the buffer plan (the warm-up over options.plan_batch_sizes up to max_batch_size; an
 // empty plan_batch_sizes skips it), applies it to the scheduler, starts the pipeline. `observer`
 // (may be null) must outlive the pipeline.

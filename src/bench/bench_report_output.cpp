@@ -1,7 +1,7 @@
 // bench_report.h: the guide comparison, the plots, report.md and report.json.
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "bench/bench_report.h"
+#include "common/subprocess.h"
 
 namespace mogserve::bench {
 namespace {
@@ -59,25 +60,21 @@ std::string FindExecutable(const std::string& name) {
   return "";
 }
 
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Runs gnuplot on `script` in `dir`; the first line of its error output on failure.
+// Runs gnuplot on `script` in `dir` (the script names its outputs relative to it); false with
+// the first 300 bytes of what it printed (or how it ended) in *error.
 bool RunGnuplot(const std::string& gnuplot, const std::string& dir, const std::string& script,
                 std::string* error) {
-  const std::string log = (fs::path(dir) / (script + ".log")).string();
-  const std::string command = "cd " + Quote(dir) + " && " + Quote(gnuplot) + " " + Quote(script) +
-                              " >" + Quote(log) + " 2>&1";
-  const int status = std::system(command.c_str());
-  std::ifstream f(log);
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::error_code ec;
-  fs::remove(log, ec);
-  if (status == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
-  *error = text.empty() ? "exit status " + std::to_string(status) : text.substr(0, 300);
+  SubprocessOptions options;
+  options.cwd = dir;
+  options.out = Redirect::Pipe();
+  options.err = Redirect::ToStdout();
+  auto run = RunSubprocess({gnuplot, script}, options, std::chrono::minutes(2));
+  if (!run.ok()) {
+    *error = run.status().message();
+    return false;
+  }
+  if (run->status.ok()) return true;
+  *error = run->out.empty() ? run->status.Describe() : run->out.substr(0, 300);
   return false;
 }
 

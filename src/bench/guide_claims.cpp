@@ -1,6 +1,7 @@
 #include "bench/guide_claims.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
@@ -16,8 +17,14 @@ const std::vector<std::string>& KnownGuideClaimIds() {
 
 std::string FindGuideClaims(const std::string& flag) {
   if (!flag.empty()) return flag;
-  const std::string dir = FindProjectFolder("docs/bench");
-  return dir.empty() ? "" : dir + "/guide_claims.json";
+  // A source tree or a build next to one; an installed mogserve (<prefix>/share/mogserve).
+  for (const char* folder : {"docs/bench", "share/mogserve"}) {
+    const std::string dir = FindProjectFolder(folder);
+    if (!dir.empty() && std::filesystem::exists(dir + "/guide_claims.json")) {
+      return dir + "/guide_claims.json";
+    }
+  }
+  return "";
 }
 
 namespace {
@@ -68,7 +75,8 @@ StatusOr<std::vector<GuideClaim>> LoadGuideClaims(const std::string& path) {
   if (path.empty()) {
     return NotFound(
         "the guide's claims: no docs/bench/guide_claims.json in the working directory or next "
-        "to the build (see --guide-claims)");
+        "to the build, and no share/mogserve/guide_claims.json next to the executable's folder "
+        "(see --guide-claims)");
   }
   StatusOr<std::vector<uint8_t>> bytes = ReadFileBytes(path);
   if (!bytes.ok())

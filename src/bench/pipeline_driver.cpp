@@ -1,5 +1,6 @@
 #include "bench/pipeline_driver.h"
 
+#include "api/serving_stack.h"
 #include "common/process_memory.h"
 
 #include <sys/resource.h>
@@ -211,17 +212,20 @@ StatusOr<PlannedCapacity> PlanBatches(Setup* setup, int picture_width, int pictu
 
 StatusOr<std::unique_ptr<Pipeline>> MakePipeline(const Setup& setup, scheduler::Policy policy) {
   if (setup.pictures.empty()) return InvalidArgument("no pictures to send");
-  PipelineOptions options;
-  options.buckets = setup.buckets;
-  options.scheduler.policy = policy;
-  options.scheduler.max_batch_size = setup.max_batch_size;
-  options.scheduler.max_delay = FromMs(setup.max_delay_ms);
-  options.scheduler.queue_capacity_requests = 1024;
-  if (setup.plan) setup.plan->ApplyTo(&options.scheduler, /*pad_to_planned=*/false);
+  // The serving stack's pipeline (api::ToPipelineOptions), with the point's scheduler and the
+  // warm-up's plan and latencies Setup already holds.
+  DetectorOptions o;
+  o.max_batch_size = setup.max_batch_size;
+  o.max_delay_ms = setup.max_delay_ms;
+  o.queue_capacity = 1024;
+  o.postprocess_threads = setup.postprocess_threads;
+  MOGSERVE_ASSIGN_OR_RETURN(scheduler::SchedulerConfig config, api::ToSchedulerConfig(o));
+  config.policy = policy;
+  if (setup.plan) setup.plan->ApplyTo(&config, /*pad_to_planned=*/false);
+  PipelineOptions options =
+      api::ToPipelineOptions(o, config, setup.buckets, *setup.engines.front());
+  options.preprocess_threads = setup.preprocess_threads;  // 0 here means none, not a default
   options.latency_seed = setup.seed;
-  options.preprocess_threads = setup.preprocess_threads;
-  options.postprocess_threads = setup.postprocess_threads;
-  options.max_preprocessing = 256;
   return Pipeline::Create(setup.engines, options);
 }
 

@@ -44,5 +44,5 @@ function(mogserve_add_test target)
     add_dependencies(${target} ${T_DEPENDS})
   endif()
   gtest_discover_tests(${target} DISCOVERY_TIMEOUT ${T_DISCOVERY_TIMEOUT}
-                       PROPERTIES LABELS ${T_LABELS} ${T_PROPERTIES})
+                       PROPERTIES LABELS "${T_LABELS}" ${T_PROPERTIES})
 endfunction()

@@ -241,7 +241,10 @@ TEST(DetectVideo, RealtimePacesAFileLikeACamera) {
       lines.front().at("received_at").get<double>() - lines.front().at("pts").get<double>();
   for (const nlohmann::json& line : lines) {
     EXPECT_NEAR(line.at("received_at").get<double>() - line.at("pts").get<double>(), t0, 0.3);
-    EXPECT_LT(line.at("latency_ms").at("total").get<double>(), 1000);  // --frame-timeout
+    // --frame-timeout (1 s) bounds a frame's wait for a batch: the scheduler drops a frame not
+    // batched by then. Its forward pass may still end later on a loaded machine, so the bound
+    // is on the queue time, not the total (a CI run under ctest -j2 saw one frame at 1.4 s).
+    EXPECT_LT(line.at("latency_ms").at("queue").get<double>(), 1000);
     ExpectClipFrame(line);
   }
 }
