@@ -4,19 +4,10 @@
 
 namespace mogserve {
 
-constexpr EnumName<StatusCode> kStatusCodeNames[] = {
-    {StatusCode::kOk, "ok"},
-    {StatusCode::kInvalidArgument, "invalid_argument"},
-    {StatusCode::kInvalidData, "invalid_data"},
-    {StatusCode::kUnsupported, "unsupported"},
-    {StatusCode::kResourceExhausted, "resource_exhausted"},
-    {StatusCode::kNotFound, "not_found"},
-    {StatusCode::kFailedPrecondition, "failed_precondition"},
-    {StatusCode::kDeadlineExceeded, "deadline_exceeded"},
-    {StatusCode::kCancelled, "cancelled"},
-    {StatusCode::kInternal, "internal"},
-    {StatusCode::kUnavailable, "unavailable"},
-    {StatusCode::kUnimplemented, "unimplemented"}};
+constexpr EnumNames<StatusCode, StatusCode::kUnimplemented> kStatusCodeNames{
+    {"ok", "invalid_argument", "invalid_data", "unsupported", "resource_exhausted", "not_found",
+     "failed_precondition", "deadline_exceeded", "cancelled", "internal", "unavailable",
+     "unimplemented"}};
 
 const char* StatusCodeName(StatusCode code) {
   return NameOf(kStatusCodeNames, code, "unknown");

@@ -20,11 +20,8 @@ StatusOr<ModelKind> ParseModelKind(std::string_view name) {
   return InvalidArgument("model '" + std::string(name) + "' is not known; allowed: ssd, mogface");
 }
 
-constexpr EnumName<Precision> kPrecisionNames[] = {{Precision::kFp32, "fp32"},
-                                                   {Precision::kBf16, "bf16"},
-                                                   {Precision::kFp16, "fp16"},
-                                                   {Precision::kTf32, "tf32"},
-                                                   {Precision::kInt8, "int8"}};
+constexpr EnumNames<Precision, Precision::kInt8> kPrecisionNames{
+    {"fp32", "bf16", "fp16", "tf32", "int8"}};
 
 const char* PrecisionName(Precision precision) {
   return NameOf(kPrecisionNames, precision, "?");
@@ -76,9 +73,10 @@ namespace {
 Status CheckCpuOptions(const EngineOptions& options, const DeviceSpec&) {
   if (options.cpu.threads < 0) return InvalidArgument("threads must be >= 0");
   if (options.precision == Precision::kFp16 || options.precision == Precision::kTf32) {
-    return InvalidArgument(std::string("precision '") + PrecisionName(options.precision) +
-                           "' is not available on cpu (allowed: fp32, bf16, int8); it needs the CUDA "
-                           "backend (--device cuda)");
+    return InvalidArgument(
+        std::string("precision '") + PrecisionName(options.precision) +
+        "' is not available on cpu (allowed: fp32, bf16, int8); it needs the CUDA "
+        "backend (--device cuda)");
   }
   if (options.precision == Precision::kInt8 && options.calibration.empty()) {
     return InvalidArgument(

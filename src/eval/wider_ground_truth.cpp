@@ -139,8 +139,7 @@ Status ReadSubset(const MatFile& file, WiderSubset subset, WiderGroundTruth& gt)
 
 }  // namespace
 
-constexpr EnumName<WiderSubset> kWiderSubsetNames[] = {
-    {WiderSubset::kEasy, "easy"}, {WiderSubset::kMedium, "medium"}, {WiderSubset::kHard, "hard"}};
+constexpr EnumNames<WiderSubset, WiderSubset::kHard> kWiderSubsetNames{{"easy", "medium", "hard"}};
 
 const char* WiderSubsetName(WiderSubset subset) {
   return NameOf(kWiderSubsetNames, subset, "?");

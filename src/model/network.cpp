@@ -4,18 +4,14 @@
 
 namespace mogserve::model {
 
-constexpr EnumName<Activation> kActivationNames[] = {
-    {Activation::kNone, "none"}, {Activation::kRelu, "relu"}, {Activation::kRelu6, "relu6"}};
+constexpr EnumNames<Activation, Activation::kRelu6> kActivationNames{{"none", "relu", "relu6"}};
 
 const char* ActivationName(Activation act) {
   return NameOf(kActivationNames, act, "?");
 }
 
-constexpr EnumName<OpKind> kOpKindNames[] = {{OpKind::kConv, "conv"},
-                                             {OpKind::kMaxPool, "max_pool"},
-                                             {OpKind::kGroupNorm, "group_norm"},
-                                             {OpKind::kUpsampleAdd, "upsample_add"},
-                                             {OpKind::kConcat, "concat"}};
+constexpr EnumNames<OpKind, OpKind::kConcat> kOpKindNames{
+    {"conv", "max_pool", "group_norm", "upsample_add", "concat"}};
 
 const char* OpKindName(OpKind kind) {
   return NameOf(kOpKindNames, kind, "?");

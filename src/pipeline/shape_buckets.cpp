@@ -31,9 +31,8 @@ struct ShapeBuckets::ExactSlots {
   std::atomic<uint32_t> packed[kModelScopeExactSlots] = {};
 };
 
-constexpr EnumName<InputPolicy> kInputPolicyNames[] = {{InputPolicy::kFixed, "fixed"},
-                                                       {InputPolicy::kBucket, "bucket"},
-                                                       {InputPolicy::kModelScope, "modelscope"}};
+constexpr EnumNames<InputPolicy, InputPolicy::kModelScope> kInputPolicyNames{
+    {"fixed", "bucket", "modelscope"}};
 
 const char* InputPolicyName(InputPolicy policy) {
   return NameOf(kInputPolicyNames, policy, "?");

@@ -26,34 +26,24 @@ constexpr int kMaxCanvasSide = 32768;
 
 constexpr double kNoBound = std::numeric_limits<double>::infinity();
 
-TtaPass MakePass(const char* name, double scale, bool flip, double min_area, double max_area) {
-  TtaPass pass;
-  pass.name = name;
-  pass.scale = scale;
-  pass.flip = flip;
-  pass.min_area = min_area;
-  pass.max_area = max_area;
-  return pass;
-}
-
 // multi_scale_test + multi_scale_test_pyramid: the shrunk passes keep big faces, the enlarged
 // ones small faces, with bounds that grow with sw.
 void AppendScalePasses(double m, const TtaOptions& options, std::vector<TtaPass>* passes) {
   const double sw = options.scale_weight;
   const double st = m >= 0.75 ? 0.5 : 0.5 * m;
-  passes->push_back(MakePass("shrink", st, false, kBigFaceMinArea, kNoBound));
-  if (m > 0.75) passes->push_back(MakePass("shrink", 0.75, false, kBigFaceMinArea, kNoBound));
+  passes->push_back({"shrink", st, false, kBigFaceMinArea, kNoBound});
+  if (m > 0.75) passes->push_back({"shrink", 0.75, false, kBigFaceMinArea, kNoBound});
   // For huge pictures (m <= 1) the "enlarged" pass sits between st and m. The spec's table
   // only gives min(2, m); test_multi.py has this else branch.
   const double bt = m > 1 ? std::min(2.0, m) : (st + m) / 2;
-  passes->push_back(MakePass("enlarge", bt, false, -kNoBound, sw * 600));
-  if (m > 1.5) passes->push_back(MakePass("enlarge", 1.5, false, -kNoBound, sw * 800));
-  if (m > 2) passes->push_back(MakePass("enlarge", m, false, -kNoBound, sw * 500));
+  passes->push_back({"enlarge", bt, false, -kNoBound, sw * 600});
+  if (m > 1.5) passes->push_back({"enlarge", 1.5, false, -kNoBound, sw * 800});
+  if (m > 2) passes->push_back({"enlarge", m, false, -kNoBound, sw * 500});
 
-  passes->push_back(MakePass("pyramid", 0.25, false, kBigFaceMinArea, kNoBound));
-  if (1.25 <= m) passes->push_back(MakePass("pyramid", 1.25, false, -kNoBound, sw * 2000));
-  if (1.75 <= m) passes->push_back(MakePass("pyramid", 1.75, false, -kNoBound, sw * 1000));
-  if (2.25 <= m) passes->push_back(MakePass("pyramid", 2.25, false, -kNoBound, sw * 600));
+  passes->push_back({"pyramid", 0.25, false, kBigFaceMinArea, kNoBound});
+  if (1.25 <= m) passes->push_back({"pyramid", 1.25, false, -kNoBound, sw * 2000});
+  if (1.75 <= m) passes->push_back({"pyramid", 1.75, false, -kNoBound, sw * 1000});
+  if (2.25 <= m) passes->push_back({"pyramid", 2.25, false, -kNoBound, sw * 600});
 }
 
 Status ValidateOptions(const TtaOptions& options) {
@@ -282,12 +272,12 @@ std::vector<TtaPass> PlanTtaPasses(int width, int height, const TtaOptions& opti
   const double shrink = m < 1 ? m : 1.0;
 
   std::vector<TtaPass> passes;
-  passes.push_back(MakePass("original", shrink, false, -kNoBound, kNoBound));
-  passes.push_back(MakePass("flip", shrink, true, -kNoBound, kNoBound));
+  passes.push_back({"original", shrink, false, -kNoBound, kNoBound});
+  passes.push_back({"flip", shrink, true, -kNoBound, kNoBound});
   if (options.mode == TtaOptions::Mode::kPaper) {
     AppendScalePasses(m, options, &passes);
     if (options.flip_ratio > 0) {
-      passes.push_back(MakePass("flip-hard", options.flip_ratio, true, -kNoBound, kNoBound));
+      passes.push_back({"flip-hard", options.flip_ratio, true, -kNoBound, kNoBound});
     }
   }
   if (options.max_side_px > 0) {

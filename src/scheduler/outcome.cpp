@@ -4,13 +4,9 @@
 
 namespace mogserve::scheduler {
 
-constexpr EnumName<Outcome> kOutcomeNames[] = {{Outcome::kDone, "done"},
-                                               {Outcome::kRejectedQueueFull, "rejected_queue_full"},
-                                               {Outcome::kRejectedDeadline, "rejected_deadline"},
-                                               {Outcome::kRejectedBadInput, "rejected_bad_input"},
-                                               {Outcome::kFailed, "failed"},
-                                               {Outcome::kCancelled, "cancelled"},
-                                               {Outcome::kSuperseded, "superseded"}};
+constexpr EnumNames<Outcome, Outcome::kSuperseded> kOutcomeNames{
+    {"done", "rejected_queue_full", "rejected_deadline", "rejected_bad_input", "failed",
+     "cancelled", "superseded"}};
 
 const char* OutcomeName(Outcome outcome) {
   return NameOf(kOutcomeNames, outcome, "unknown");

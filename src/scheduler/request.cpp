@@ -4,10 +4,8 @@
 
 namespace mogserve::scheduler {
 
-constexpr EnumName<Priority> kPriorityNames[] = {{Priority::kInteractive, "interactive"},
-                                                 {Priority::kApi, "api"},
-                                                 {Priority::kBulk, "bulk"},
-                                                 {Priority::kStream, "stream"}};
+constexpr EnumNames<Priority, Priority::kStream> kPriorityNames{
+    {"interactive", "api", "bulk", "stream"}};
 
 const char* PriorityName(Priority priority) {
   return NameOf(kPriorityNames, priority, "unknown");

@@ -7,10 +7,8 @@
 
 namespace mogserve::scheduler {
 
-constexpr EnumName<Policy> kPolicyNames[] = {{Policy::kNaive, "naive"},
-                                             {Policy::kDynamic, "dynamic"},
-                                             {Policy::kContinuous, "continuous"},
-                                             {Policy::kAdaptive, "adaptive"}};
+constexpr EnumNames<Policy, Policy::kAdaptive> kPolicyNames{
+    {"naive", "dynamic", "continuous", "adaptive"}};
 
 const char* PolicyName(Policy policy) {
   return NameOf(kPolicyNames, policy, "unknown");

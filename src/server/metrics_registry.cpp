@@ -8,10 +8,8 @@
 namespace mogserve::server {
 namespace {
 
-constexpr EnumName<MetricFamily::Type> kTypeNames[] = {
-    {MetricFamily::Type::kCounter, "counter"},
-    {MetricFamily::Type::kGauge, "gauge"},
-    {MetricFamily::Type::kHistogram, "histogram"}};
+constexpr EnumNames<MetricFamily::Type, MetricFamily::Type::kHistogram> kTypeNames{
+    {"counter", "gauge", "histogram"}};
 
 const char* TypeName(MetricFamily::Type type) {
   return NameOf(kTypeNames, type, "untyped");

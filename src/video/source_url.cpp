@@ -49,9 +49,8 @@ size_t AuthorityEnd(std::string_view text, size_t begin) {
 
 }  // namespace
 
-constexpr EnumName<SourceScheme> kSourceSchemeNames[] = {
-    {SourceScheme::kFile, "file"}, {SourceScheme::kRtsp, "rtsp"}, {SourceScheme::kRtmp, "rtmp"},
-    {SourceScheme::kHttp, "http"}, {SourceScheme::kUdp, "udp"},   {SourceScheme::kTcp, "tcp"}};
+constexpr EnumNames<SourceScheme, SourceScheme::kTcp> kSourceSchemeNames{
+    {"file", "rtsp", "rtmp", "http", "udp", "tcp"}};
 
 const char* SourceSchemeName(SourceScheme scheme) {
   return NameOf(kSourceSchemeNames, scheme, "file");

@@ -48,11 +48,8 @@ double Seconds(SteadyClock::time_point t) {
 
 }  // namespace
 
-constexpr EnumName<StreamState> kStreamStateNames[] = {{StreamState::kConnecting, "connecting"},
-                                                       {StreamState::kRunning, "running"},
-                                                       {StreamState::kReconnecting, "reconnecting"},
-                                                       {StreamState::kEnded, "ended"},
-                                                       {StreamState::kFailed, "failed"}};
+constexpr EnumNames<StreamState, StreamState::kFailed> kStreamStateNames{
+    {"connecting", "running", "reconnecting", "ended", "failed"}};
 
 const char* StreamStateName(StreamState state) {
   return NameOf(kStreamStateNames, state, "failed");

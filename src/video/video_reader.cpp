@@ -149,8 +149,7 @@ AVBufferRef* SharedCudaDevice(std::string* why) {
 
 }  // namespace
 
-constexpr EnumName<HwAccel> kHwAccelNames[] = {
-    {HwAccel::kAuto, "auto"}, {HwAccel::kCuda, "cuda"}, {HwAccel::kNone, "none"}};
+constexpr EnumNames<HwAccel, HwAccel::kNone> kHwAccelNames{{"auto", "cuda", "none"}};
 
 const char* HwAccelName(HwAccel hwaccel) {
   return NameOf(kHwAccelNames, hwaccel, "none");
@@ -160,17 +159,9 @@ std::optional<HwAccel> ParseHwAccel(const std::string& text) {
   return FindByName(kHwAccelNames, text);
 }
 
-constexpr EnumName<VideoErrorCode> kVideoErrorNames[] = {
-    {VideoErrorCode::kBadUrl, "bad_url"},
-    {VideoErrorCode::kUnreachable, "unreachable"},
-    {VideoErrorCode::kTimeout, "timeout"},
-    {VideoErrorCode::kNotFound, "not_found"},
-    {VideoErrorCode::kUnauthorized, "unauthorized"},
-    {VideoErrorCode::kNoVideoStream, "no_video_stream"},
-    {VideoErrorCode::kUnsupportedCodec, "unsupported_codec"},
-    {VideoErrorCode::kInvalidData, "invalid_data"},
-    {VideoErrorCode::kIoError, "io_error"},
-    {VideoErrorCode::kCancelled, "cancelled"}};
+constexpr EnumNames<VideoErrorCode, VideoErrorCode::kCancelled> kVideoErrorNames{
+    {"bad_url", "unreachable", "timeout", "not_found", "unauthorized", "no_video_stream",
+     "unsupported_codec", "invalid_data", "io_error", "cancelled"}};
 
 const char* VideoErrorName(VideoErrorCode code) {
   return NameOf(kVideoErrorNames, code, "io_error");

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <type_traits>
+
 #include "scheduler/outcome.h"
 #include "scheduler/request.h"
 #include "scheduler/scheduler_config.h"
@@ -38,6 +40,46 @@ TEST(EnumNamesTest, ParseNameNamesTheFieldTheValueAndWhatIsAllowed) {
   EXPECT_EQ(bad.status().message(), "--fruit 'kiwi' is not one of: apple, pear, plum");
 }
 
+// The indexed form: the same answers as the pairs, NameOf by index, a value past kLast (or
+// before 0) gets the fallback, and a list of the wrong length does not compile.
+enum class Berry { kStraw, kRasp, kBlue, kUnnamed };
+enum class Signed : int { kMinus = -1, kZero, kOne };
+
+constexpr EnumNames<Berry, Berry::kBlue> kBerryNames{{"straw", "rasp", "blue"}};
+
+TEST(EnumNamesTest, IndexedNamesAnswerLikeTheirPairs) {
+  for (const EnumName<Berry>& e : kBerryNames.table()) {
+    EXPECT_STREQ(NameOf(kBerryNames, e.value), e.name);
+    EXPECT_EQ(FindByName(kBerryNames, e.name), e.value);
+  }
+  EXPECT_STREQ(NameOf(kBerryNames, Berry::kRasp), "rasp");
+  EXPECT_STREQ(NameOf(kBerryNames, Berry::kUnnamed), "?");
+  EXPECT_STREQ(NameOf(kBerryNames, Berry::kUnnamed, "none"), "none");
+  EXPECT_EQ(FindByName(kBerryNames, "Straw"), std::nullopt);
+  EXPECT_EQ(NameList(kBerryNames), "straw, rasp, blue");
+  EXPECT_EQ(NameList(kBerryNames, "|"), "straw|rasp|blue");
+  StatusOr<Berry> blue = ParseName(kBerryNames, "--berry", "blue");
+  ASSERT_TRUE(blue.ok());
+  EXPECT_EQ(*blue, Berry::kBlue);
+  StatusOr<Berry> bad = ParseName(kBerryNames, "--berry", "goji");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "--berry 'goji' is not one of: straw, rasp, blue");
+
+  constexpr EnumNames<Signed, Signed::kOne> kSignedNames{{"zero", "one"}};
+  EXPECT_STREQ(NameOf(kSignedNames, Signed::kMinus), "?");
+  EXPECT_STREQ(NameOf(kSignedNames, Signed::kOne), "one");
+
+  static_assert(NameOf(kBerryNames, Berry::kBlue)[0] == 'b', "usable in constant expressions");
+  static_assert(*FindByName(kBerryNames, "rasp") == Berry::kRasp);
+  using Names = const char* const(&)[3];
+  using TooFew = const char* const(&)[2];
+  using TooMany = const char* const(&)[4];
+  static_assert(std::is_constructible_v<EnumNames<Berry, Berry::kBlue>, Names>);
+  static_assert(!std::is_constructible_v<EnumNames<Berry, Berry::kBlue>, TooFew>);
+  static_assert(!std::is_constructible_v<EnumNames<Berry, Berry::kBlue>, TooMany>);
+}
+
 // The project's tables: every name parses back to its value, and the names the API, the
 // metrics and the flags document stay what they were.
 TEST(EnumNamesTest, ProjectNamesRoundTrip) {
@@ -52,10 +94,16 @@ TEST(EnumNamesTest, ProjectNamesRoundTrip) {
     EXPECT_EQ(scheduler::ParsePriority(scheduler::PriorityName(p)), p);
   }
   EXPECT_STREQ(scheduler::PriorityName(scheduler::Priority::kBulk), "bulk");
-  EXPECT_STREQ(scheduler::OutcomeName(scheduler::Outcome::kRejectedQueueFull),
-               "rejected_queue_full");
+  const char* const outcomes[scheduler::kNumOutcomes] = {
+      "done",   "rejected_queue_full", "rejected_deadline", "rejected_bad_input",
+      "failed", "cancelled",           "superseded"};
+  for (int i = 0; i < scheduler::kNumOutcomes; ++i) {
+    EXPECT_STREQ(scheduler::OutcomeName(static_cast<scheduler::Outcome>(i)), outcomes[i]);
+  }
   EXPECT_STREQ(StatusCodeName(StatusCode::kInvalidData), "invalid_data");
   EXPECT_STREQ(StatusCodeName(StatusCode::kUnimplemented), "unimplemented");
+  EXPECT_STREQ(StatusCodeName(StatusCode::kOk), "ok");
+  EXPECT_STREQ(StatusCodeName(static_cast<StatusCode>(99)), "unknown");
   EXPECT_FALSE(scheduler::ParsePolicy("fifo").ok());
   EXPECT_EQ(scheduler::ParsePriority("urgent"), std::nullopt);
 }

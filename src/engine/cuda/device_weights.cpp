@@ -99,8 +99,7 @@ int StorageBytes(StorageType type) {
   return type == StorageType::kF32 ? 4 : 2;
 }
 
-constexpr EnumName<StorageType> kStorageTypeNames[] = {
-    {StorageType::kF32, "f32"}, {StorageType::kF16, "f16"}, {StorageType::kBf16, "bf16"}};
+constexpr EnumNames<StorageType, StorageType::kBf16> kStorageTypeNames{{"f32", "f16", "bf16"}};
 
 const char* StorageTypeName(StorageType type) {
   return NameOf(kStorageTypeNames, type, "?");

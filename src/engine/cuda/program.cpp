@@ -215,16 +215,9 @@ StatusOr<ConvGeometry> ConvGeometryOf(const model::LayerPlan& plan, int op, int 
   return g;
 }
 
-constexpr EnumName<StepKind> kStepKindNames[] = {{StepKind::kPreprocess, "preprocess"},
-                                                 {StepKind::kPad, "pad"},
-                                                 {StepKind::kConv, "conv"},
-                                                 {StepKind::kClamp, "clamp"},
-                                                 {StepKind::kMaxPool, "max-pool"},
-                                                 {StepKind::kGroupNormStats, "group-norm-stats"},
-                                                 {StepKind::kGroupNormApply, "group-norm-apply"},
-                                                 {StepKind::kUpsampleAdd, "upsample-add"},
-                                                 {StepKind::kCopyChannels, "copy-channels"},
-                                                 {StepKind::kOutputLevel, "output-level"}};
+constexpr EnumNames<StepKind, StepKind::kOutputLevel> kStepKindNames{
+    {"preprocess", "pad", "conv", "clamp", "max-pool", "group-norm-stats", "group-norm-apply",
+     "upsample-add", "copy-channels", "output-level"}};
 
 const char* StepKindName(StepKind kind) {
   return NameOf(kStepKindNames, kind, "?");

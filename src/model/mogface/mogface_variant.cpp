@@ -29,8 +29,7 @@ int CountBlocks(const HostTensorMap& w, int stage) {
 
 }  // namespace
 
-constexpr EnumName<Variant> kVariantNames[] = {
-    {Variant::kR101, "r101"}, {Variant::kE, "e"}, {Variant::kR50, "r50"}};
+constexpr EnumNames<Variant, Variant::kR50> kVariantNames{{"r101", "e", "r50"}};
 
 const char* VariantName(Variant variant) {
   return NameOf(kVariantNames, variant, "?");
