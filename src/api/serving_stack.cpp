@@ -304,7 +304,7 @@ StatusOr<ServingPipeline> StartPipeline(const DetectorOptions& o, const LoadedEn
       ToPipelineOptions(o, config, loaded.buckets, *loaded.engines.front());
   options.latency_seed = std::move(latency_seed);
   options.observer = observer;
-  const DetectOptions defaults = options.detect;
+  const DetectOptions defaults = *options.detect;
   ServingPipeline out;
   MOGSERVE_ASSIGN_OR_RETURN(out.pipeline, pipeline::Pipeline::Create(loaded.engines, options));
   out.preprocess_threads = options.preprocess_threads;
