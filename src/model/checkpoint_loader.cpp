@@ -4,7 +4,6 @@
 #include <array>
 #include <cstring>
 
-#include "common/enum_names.h"
 #include "common/file_util.h"
 #include "model/safetensors.h"
 #include "model/torch_state_dict.h"
@@ -22,15 +21,6 @@ bool StartsWith(std::span<const uint8_t> bytes, std::span<const uint8_t> prefix)
 }
 
 }  // namespace
-
-constexpr EnumName<CheckpointFormat> kCheckpointFormatNames[] = {
-    {CheckpointFormat::kTorchZip, "PyTorch zip"},
-    {CheckpointFormat::kTorchLegacy, "legacy PyTorch pickle"},
-    {CheckpointFormat::kSafetensors, "safetensors"}};
-
-const char* CheckpointFormatName(CheckpointFormat format) {
-  return NameOf(kCheckpointFormatNames, format, "unknown");
-}
 
 CheckpointFormat SniffCheckpointFormat(std::span<const uint8_t> bytes) {
   static constexpr std::array<uint8_t, 4> kZip = {'P', 'K', 3, 4};

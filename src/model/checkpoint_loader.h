@@ -13,7 +13,6 @@
 namespace mogserve::model {
 
 enum class CheckpointFormat { kUnknown, kTorchZip, kTorchLegacy, kSafetensors };
-const char* CheckpointFormatName(CheckpointFormat format);
 
 // From the first bytes: "PK\3\4" (zip), the legacy pickle magic, or a safetensors header (an
 // 8-byte length followed by '{').

@@ -3,8 +3,6 @@
 #include <array>
 #include <cctype>
 
-#include "common/enum_names.h"
-
 namespace mogserve::video {
 namespace {
 
@@ -48,13 +46,6 @@ size_t AuthorityEnd(std::string_view text, size_t begin) {
 }
 
 }  // namespace
-
-constexpr EnumNames<SourceScheme, SourceScheme::kTcp> kSourceSchemeNames{
-    {"file", "rtsp", "rtmp", "http", "udp", "tcp"}};
-
-const char* SourceSchemeName(SourceScheme scheme) {
-  return NameOf(kSourceSchemeNames, scheme, "file");
-}
 
 StatusOr<SourceScheme> ParseSourceScheme(std::string_view source) {
   if (source.empty()) return InvalidArgument("empty video source");

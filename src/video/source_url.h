@@ -21,8 +21,6 @@ enum class SourceScheme {
   kUdp,   // udp: MPEG-TS
   kTcp,   // tcp: MPEG-TS
 };
-// "file", "rtsp", "rtmp", "http", "udp", "tcp".
-const char* SourceSchemeName(SourceScheme scheme);
 
 // The transport of `source`: a string without "scheme://" is a file path. InvalidArgument for an
 // empty source or a scheme we do not read (the message lists the ones we do; no credentials).
