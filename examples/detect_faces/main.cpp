@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
     const size_t end = std::min(paths.size(), begin + kChunk);
     std::vector<mogserve::StatusOr<std::vector<uint8_t>>> files;
     std::vector<std::span<const uint8_t>> images;
+    files.reserve(end - begin);  // the spans point into these files' bytes
     for (size_t i = begin; i < end; ++i) {
       files.push_back(ReadFile(paths[i]));
       if (files.back().ok()) images.emplace_back(*files.back());
