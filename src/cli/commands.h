@@ -120,6 +120,11 @@ StatusOr<pipeline::ShapeBuckets> ToShapeBuckets(const InputFlags& flags,
                                                 const engine::EngineInfo& info);
 DetectOptions ToDetectOptions(const InputFlags& flags, const DetectOptions& model_defaults);
 void ApplyInputFlags(const InputFlags& flags, DetectorOptions* options);
+// The serving stack's options for a batch job (`detect`, `detect-video`): the engine and input
+// flags, the job's instances, policy and batch size; no warm-up (a job is one burst, its batch
+// size the cap), no server deadline, count-only queue bounds (the job bounds what it holds).
+DetectorOptions BatchJobOptions(const EngineFlags& engine, const InputFlags& input,
+                                const BatchJobFlags& job);
 
 // The batching scheduler and the pipeline's threads and warm-up: --scheduler, --max-batch-size,
 // --timeout / --max-delay-ms, --max-batch-pixels, --queue-capacity, --queue-capacity-bytes,

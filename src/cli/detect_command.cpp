@@ -2,11 +2,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <mutex>
 #include <set>
 
 #include "api/detector_builder.h"
@@ -15,6 +13,7 @@
 #include "cli/output_file.h"
 #include "cli/progress_bar.h"
 #include "common/file_util.h"
+#include "common/reorder_window.h"
 #include "image/draw.h"
 #include "image/encode.h"
 #include "pipeline/offline_detector.h"  // SourceResult (--tta)
@@ -87,26 +86,17 @@ pipeline::TtaOptions ToTtaOptions(const DetectFlags& flags, const DetectOptions&
 
 // Requests in flight at most: batch x instances x (2 batches prefetched + 1 running).
 int64_t Window(const DetectFlags& flags) {
-  const int instances = flags.job.instances > 0 ? flags.job.instances
-                                                : engine::DefaultInstances(flags.engine.device);
+  const int instances =
+      flags.job.instances > 0 ? flags.job.instances : engine::DefaultInstances(flags.engine.device);
   return int64_t{flags.job.batch_size} * instances * 3;
 }
 
-// The serving stack's options for an offline job: the job's policy and batch size, no warm-up
-// (a folder is one burst; the batch size is the cap), no deadline, count-only queue bounds (the
-// reorder window bounds the requests in flight).
+// The serving stack's options for `detect`: a batch job's, with the decode threads and pixel
+// limit, and a queue that holds the whole reorder window.
 DetectorOptions ToDetectorOptions(const DetectFlags& flags) {
-  DetectorOptions o;
-  ApplyEngineFlags(flags.engine, &o);
-  ApplyInputFlags(flags.input, &o);
-  o.instances = flags.job.instances;
-  o.scheduler = flags.job.policy;
-  o.max_batch_size = flags.job.batch_size;
+  DetectorOptions o = BatchJobOptions(flags.engine, flags.input, flags.job);
   o.decode_threads = flags.decode_threads;
   o.max_pixels = flags.max_pixels;
-  o.plan_batch_sizes.clear();
-  o.request_timeout_ms = 0;
-  o.queue_capacity_bytes = 0;
   o.queue_capacity = std::max<int64_t>(o.queue_capacity, Window(flags));
   return o;
 }
@@ -125,42 +115,13 @@ int StartupError(const Status& status) {
   return status.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
 }
 
-// Finished results waiting for their turn: slot i % window holds input i.
-class ReorderWindow {
- public:
-  explicit ReorderWindow(int window) : slots_(window) {}
-
-  void Put(int64_t index, StatusOr<DetectResult> result) {
-    std::lock_guard<std::mutex> lock(mu_);
-    slots_[index % slots_.size()].emplace(std::move(result));
-    cv_.notify_all();
-  }
-  // Waits for input `index` and takes it.
-  StatusOr<DetectResult> Take(int64_t index) {
-    std::unique_lock<std::mutex> lock(mu_);
-    std::optional<StatusOr<DetectResult>>& slot = slots_[index % slots_.size()];
-    cv_.wait(lock, [&] { return slot.has_value(); });
-    StatusOr<DetectResult> r = std::move(*slot);
-    slot.reset();
-    return r;
-  }
-  bool Ready(int64_t index) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return slots_[index % slots_.size()].has_value();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::optional<StatusOr<DetectResult>>> slots_;  // guarded by mu_
-};
-
 // Every input through the detector, `on_result` called in input order on this thread. At most
 // `window` requests are in flight (read, decoding, queued or running) and as many finished
 // results wait for their turn, so memory stays bounded however many inputs there are.
-void DetectInOrder(Detector& detector, const std::vector<InputFile>& inputs, int window,
-                   const std::function<void(const std::string&, StatusOr<DetectResult>)>& on_result) {
-  ReorderWindow reorder(window);
+void DetectInOrder(
+    Detector& detector, const std::vector<InputFile>& inputs, int window,
+    const std::function<void(const std::string&, StatusOr<DetectResult>)>& on_result) {
+  ReorderWindow<StatusOr<DetectResult>> reorder(window);
   const int64_t total = static_cast<int64_t>(inputs.size());
   int64_t submitted = 0;
   for (int64_t delivered = 0; delivered < total; ++delivered) {
@@ -214,9 +175,8 @@ class ResultWriter {
   void Write(const std::string& path, StatusOr<DetectResult> result) {
     ++done_;
     if (result.ok() && !flags_.annotate_dir.empty()) {
-      const Status written =
-          WriteAnnotated(path, *result, AnnotationPath(flags_.annotate_dir, relative_of_[path],
-                                                       annotated_));
+      const Status written = WriteAnnotated(
+          path, *result, AnnotationPath(flags_.annotate_dir, relative_of_[path], annotated_));
       if (!written.ok()) result = written;
     }
     out_ << FormatJsonLine(path, result, flags_.timing) << "\n";

@@ -60,21 +60,6 @@ nlohmann::json FrameLine(const video::FrameResult& r) {
   return server::FrameResultJson(r);  // the server's stream events carry the same lines
 }
 
-// The serving stack's options for a video job: the job's policy and batch size, no warm-up, no
-// server deadline (paced frames carry their own).
-DetectorOptions ToDetectorOptions(const DetectVideoFlags& flags) {
-  DetectorOptions o;
-  ApplyEngineFlags(flags.engine, &o);
-  ApplyInputFlags(flags.input, &o);
-  o.instances = flags.job.instances;
-  o.scheduler = flags.job.policy;
-  o.max_batch_size = flags.job.batch_size;
-  o.plan_batch_sizes.clear();
-  o.request_timeout_ms = 0;
-  o.queue_capacity_bytes = 0;
-  return o;
-}
-
 struct Totals {
   int64_t frames = 0;    // read: decoded + corrupt
   int64_t expected = 0;  // announced by the files
@@ -237,7 +222,7 @@ int RunDetectVideo(const DetectVideoFlags& flags) {
   }
   std::ostream& out = output.stream();
 
-  DetectorOptions options = ToDetectorOptions(flags);
+  DetectorOptions options = BatchJobOptions(flags.engine, flags.input, flags.job);
   api::OptionNames names = api::OptionNames::Flags();
   names.scheduler = "--policy";
   names.max_batch_size = "--batch-size";

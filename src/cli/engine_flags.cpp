@@ -9,9 +9,13 @@
 
 namespace mogserve::cli {
 
-std::string ResolveModelDir(const std::string& flag) { return api::ResolveModelDir(flag); }
+std::string ResolveModelDir(const std::string& flag) {
+  return api::ResolveModelDir(flag);
+}
 
-std::string DefaultSsdCalibration() { return api::DefaultSsdCalibration(); }
+std::string DefaultSsdCalibration() {
+  return api::DefaultSsdCalibration();
+}
 
 void AddEngineFlags(CLI::App& app, EngineFlags& flags) {
   app.add_option("--model", flags.model,
@@ -154,8 +158,7 @@ void AddPipelineFlags(CLI::App& app, PipelineFlags& f) {
                  "Server-side deadline in seconds; a request's timeout_ms may only shorten it")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
-  app.add_option("--latency-target-ms", f.latency_target_ms,
-                 "Adaptive scheduler's latency target")
+  app.add_option("--latency-target-ms", f.latency_target_ms, "Adaptive scheduler's latency target")
       ->check(CLI::Range(1.0, 600000.0))
       ->capture_default_str();
   app.add_flag("--pad-batches", f.pad_batches,
@@ -225,6 +228,20 @@ std::variant<EngineInstances, int> CreateEngineInstances(const EngineFlags& flag
   out.owned = std::move(loaded->owned);
   out.all = std::move(loaded->engines);
   return out;
+}
+
+DetectorOptions BatchJobOptions(const EngineFlags& engine, const InputFlags& input,
+                                const BatchJobFlags& job) {
+  DetectorOptions o;
+  ApplyEngineFlags(engine, &o);
+  ApplyInputFlags(input, &o);
+  o.instances = job.instances;
+  o.scheduler = job.policy;
+  o.max_batch_size = job.batch_size;
+  o.plan_batch_sizes.clear();
+  o.request_timeout_ms = 0;
+  o.queue_capacity_bytes = 0;
+  return o;
 }
 
 void AddBatchJobFlags(CLI::App& app, BatchJobFlags& flags, const std::string& unit) {

@@ -179,6 +179,10 @@ Letterbox PlaceLetterbox(int source_width, int source_height, int content_width,
   return box;
 }
 
+namespace {
+
+// `src` scaled to box.content_width x box.content_height with box.filter (a copy when the sizes
+// already match).
 Image ScaleToContent(const Image& src, const Letterbox& box) {
   if (src.width == box.content_width && src.height == box.content_height) return src;
   if (box.filter == ResizeFilter::kOpenCvLinear) {
@@ -189,6 +193,8 @@ Image ScaleToContent(const Image& src, const Letterbox& box) {
   }
   return Resize(src, box.content_width, box.content_height);
 }
+
+}  // namespace
 
 void ZeroLetterboxPadding(const Letterbox& box, uint8_t* canvas) {
   const size_t row_bytes = static_cast<size_t>(box.canvas_width) * 3;

@@ -29,10 +29,6 @@ struct Letterbox {
   int source_height = 0;
 };
 
-// `src` scaled to box.content_width x box.content_height with box.filter (a copy when the sizes
-// already match).
-Image ScaleToContent(const Image& src, const Letterbox& box);
-
 // The geometry for fitting a source of source_width x source_height into the canvas keeping the
 // aspect ratio. content sizes are round(side * scale), at least 1.
 Letterbox FitLetterbox(int source_width, int source_height, int canvas_width, int canvas_height);

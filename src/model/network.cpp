@@ -53,13 +53,6 @@ std::vector<KeySpec> Network::NormKeys(int norm) const {
   return {{d.gamma_key, {d.channels}, true}, {d.beta_key, {d.channels}, true}};
 }
 
-std::vector<KeySpec> Network::OpKeys(int op) const {
-  const Op& o = ops_[op];
-  if (o.kind == OpKind::kConv) return ConvKeys(o.def);
-  if (o.kind == OpKind::kGroupNorm) return NormKeys(o.def);
-  return {};
-}
-
 std::vector<KeySpec> Network::Keys() const {
   std::vector<KeySpec> keys;
   for (int i = 0; i < static_cast<int>(convs_.size()); ++i) {

@@ -148,8 +148,6 @@ class Network {
   // The keys one conv or norm definition reads, with their stored shapes.
   std::vector<KeySpec> ConvKeys(int conv) const;
   std::vector<KeySpec> NormKeys(int norm) const;
-  // The keys op `op` reads (its conv or norm's; none for the others).
-  std::vector<KeySpec> OpKeys(int op) const;
 
  private:
   friend class NetworkBuilder;

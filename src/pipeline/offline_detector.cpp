@@ -1,44 +1,13 @@
 #include "pipeline/offline_detector.h"
 
 #include <algorithm>
-#include <condition_variable>
-#include <mutex>
 
 #include "common/cpu_info.h"
+#include "common/reorder_window.h"
 #include "pipeline/pipeline.h"
 
 namespace mogserve::pipeline {
 namespace {
-
-// Finished results waiting for their turn: slot i % window holds source i.
-class ReorderWindow {
- public:
-  explicit ReorderWindow(int window) : slots_(window) {}
-
-  void Put(int64_t index, SourceResult result) {
-    std::lock_guard<std::mutex> lock(mu_);
-    slots_[index % slots_.size()] = std::move(result);
-    cv_.notify_all();
-  }
-  // Waits for source `index` and takes it.
-  SourceResult Take(int64_t index) {
-    std::unique_lock<std::mutex> lock(mu_);
-    std::optional<SourceResult>& slot = slots_[index % slots_.size()];
-    cv_.wait(lock, [&] { return slot.has_value(); });
-    SourceResult r = std::move(*slot);
-    slot.reset();
-    return r;
-  }
-  bool Ready(int64_t index) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return slots_[index % slots_.size()].has_value();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::optional<SourceResult>> slots_;  // guarded by mu_
-};
 
 PipelineOptions ToPipelineOptions(const OfflineOptions& o, int window) {
   PipelineOptions p;
@@ -103,7 +72,7 @@ void OfflineDetector::Run(const std::function<std::optional<ImageSource>()>& nex
     return;
   }
   Pipeline& pipeline = **created;
-  ReorderWindow reorder(window);
+  ReorderWindow<SourceResult> reorder(window);
   int64_t submitted = 0;
   int64_t delivered = 0;
   bool more = true;

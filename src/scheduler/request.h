@@ -21,7 +21,7 @@ inline constexpr TimePoint kNoDeadline = TimePoint::max();
 enum class Priority : int {
   kInteractive = 0,  // a person waiting in the web UI
   kApi = 1,          // programmatic API callers
-  kBulk = 2,         // offline jobs (`mogserve detect` over a folder)
+  kBulk = 2,         // batch work: `mogserve eval`, HTTP callers that ask for it
   kStream = 3,       // video frames: plentiful, replaceable by the next frame
 };
 inline constexpr int kNumPriorities = 4;

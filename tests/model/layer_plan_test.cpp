@@ -152,8 +152,11 @@ TEST(LayerPlan, KeysComeFromThePlanAndStrictLoadingNamesThem) {
   // Every used checkpoint key is read by some op of the plan, and each op's keys are listed.
   const auto net = mogface::BuildMogFaceNetwork(Variant::kE);
   std::set<std::string> read;
-  for (size_t i = 0; i < net->ops().size(); ++i) {
-    for (const KeySpec& k : net->OpKeys(static_cast<int>(i))) read.insert(k.name);
+  for (const Op& op : net->ops()) {
+    std::vector<KeySpec> keys;  // a conv or norm op reads its definition's keys; others none
+    if (op.kind == OpKind::kConv) keys = net->ConvKeys(op.def);
+    if (op.kind == OpKind::kGroupNorm) keys = net->NormKeys(op.def);
+    for (const KeySpec& k : keys) read.insert(k.name);
   }
   for (const KeySpec& k : mogface::ExpectedKeys(Variant::kE, true)) {
     // Unused keys (DSFD, dead tower convs) belong to no op; BN's num_batches_tracked is listed

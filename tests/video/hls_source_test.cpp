@@ -81,8 +81,11 @@ TEST(DetectVideoHls, JoinsALivePlaylistAtItsNewestSegmentAndFollowsIt) {
     EXPECT_EQ(frame % 5, 0);
     EXPECT_NEAR(line.at("pts").get<double>(), frame / 25.0, 1e-3);
     const int clip_frame = offset + frame;
-    if (clip_frame < 200) EXPECT_EQ(HopperFacesAt(line.at("faces"), clip_frame), 1);
-    if (clip_frame >= 200) EXPECT_EQ(line.at("faces").size(), 0u);
+    if (clip_frame < 200) {
+      EXPECT_EQ(HopperFacesAt(line.at("faces"), clip_frame), 1);
+    } else {
+      EXPECT_EQ(line.at("faces").size(), 0u);
+    }
   }
   // Followed to the playlist's end: the last frames of the clip are there.
   EXPECT_GE(offset + lines.back().at("frame").get<int>(), 240);
