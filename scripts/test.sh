@@ -18,9 +18,10 @@
 #   6. where nvcc, cudnn.h and libcudnn are found, the GPU bundle's configuration
 #      (-DMOGSERVE_WITH_TORCH=OFF -DMOGSERVE_WITH_CUDA=ON -DMOGSERVE_WITH_VIDEO=OFF
 #      -DMOGSERVE_WITH_GRPC=OFF, sm_90 only):
-#      mogserve and cuda_host_tests (the CUDA backend's host side: arena, weight preparation,
-#      kernel element functions, no-GPU errors), cuda_tests (the kernels on a GPU: compiled
-#      here, skipped without a device), its unit tests.
+#      mogserve, libmogserve.so with the CUDA engine in it, cuda_host_tests (the CUDA
+#      backend's host side: arena, weight preparation, kernel element functions, no-GPU
+#      errors), cuda_tests (the kernels on a GPU: compiled here, skipped without a device),
+#      its unit tests.
 # Extra arguments go to the first ctest run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -101,6 +102,7 @@ if find_cuda_step; then
   cmake -S "$ROOT" -B "$CUDA_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOGSERVE_WITH_TORCH=OFF \
     -DMOGSERVE_WITH_CUDA=ON -DMOGSERVE_WITH_VIDEO=OFF -DMOGSERVE_WITH_GRPC=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DCUDNN_ROOT="$CUDNN_PREFIX" >/dev/null
-  cmake --build "$CUDA_DIR" -j "${MOGSERVE_JOBS:-2}" --target mogserve cuda_host_tests cuda_tests
+  cmake --build "$CUDA_DIR" -j "${MOGSERVE_JOBS:-2}" --target mogserve mogserve_library \
+    cuda_host_tests cuda_tests
   (cd "$CUDA_DIR" && ctest --output-on-failure -j 2 -L unit)
 fi
