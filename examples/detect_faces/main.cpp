@@ -4,9 +4,12 @@
 //
 //   detect_faces photo.jpg more/*.png > faces.jsonl
 //
-// The model: $MOGSERVE_MODEL_DIR, else ./models/ssd_mobilenetv1, else the one installed with
-// the library (DetectorOptions::model_dir).
+// The model: $MOGSERVE_MODEL_DIR, else ./models/ssd_mobilenetv1, else models/ssd_mobilenetv1
+// above the program's folder, else the one installed with the library
+// (DetectorOptions::model_dir).
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>

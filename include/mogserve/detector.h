@@ -31,26 +31,28 @@ namespace api {
 class DetectorBuilder;  // the library's own (src/api/): Open with the CLI's option names
 }  // namespace api
 
-// Everything Detector::Open takes. These defaults are THE defaults: `mogserve serve`, `detect`
-// and the benchmarks take theirs from this struct. A field left at its default keeps the
-// behaviour of the CLI without the matching flag (named in each comment).
+// Everything Detector::Open takes. These defaults are `mogserve serve`'s: its flags take theirs
+// from this struct (`detect` starts from it with its own batch size, no warm-up and no deadline;
+// the in-process benchmarks' scheduler defaults are SchedulerConfig's, which a test keeps equal
+// to these). A field left at its default behaves as `serve` without the matching flag (named in
+// each comment).
 struct DetectorOptions {
   // The model (--model, --model-dir, --weights, --synthetic-weights, --seed).
   std::string model = "ssd";  // "ssd" (the embedded SSD-MobileNetV1) or "mogface"
   // SSD: the folder with the model files. Empty: $MOGSERVE_MODEL_DIR, else
   // ./models/ssd_mobilenetv1, else models/ssd_mobilenetv1 next to the build, else the model
-  // installed with the library (<libdir>/../share/mogserve/models/ssd_mobilenetv1).
+  // installed with the library (<prefix>/share/mogserve/models/ssd_mobilenetv1 by default).
   std::string model_dir;
   std::string weights;            // MogFace: a .pt/.pth/.safetensors checkpoint
   std::string synthetic_weights;  // MogFace: random weights of "r101", "e" or "r50" (no faces)
   uint64_t seed = 1;              // of synthetic_weights
   // How it runs (--device, --precision, --calibration, --int8-float-layers, --threads).
-  std::string device = "cpu";       // "cpu", "cuda" or "cuda:N"
-  std::string precision = "fp32";   // cpu: fp32, bf16, int8; cuda: fp32, tf32, fp16, bf16
-  std::string calibration;          // int8: activation scales (`mogserve calibrate`)
+  std::string device = "cpu";      // "cpu", "cuda" or "cuda:N"
+  std::string precision = "fp32";  // cpu: fp32, bf16, int8; cuda: fp32, tf32, fp16, bf16
+  std::string calibration;         // int8: activation scales (`mogserve calibrate`)
   std::string int8_float_layers = "first,heads";  // int8: "first,heads", "first", "heads", "none"
-  int threads = 0;                  // intra-op threads of the forward pass; 0 = every core
-  int instances = 0;                // engine instances sharing the weights; 0: 1 cpu, 2 cuda
+  int threads = 0;    // intra-op threads of the forward pass; 0 = every core
+  int instances = 0;  // engine instances sharing the weights; 0: 1 cpu, 2 cuda
   // CUDA backend (--cudnn-workspace-mb, --cudnn-autotune, --max-graphs).
   int64_t cudnn_workspace_mb = 256;
   bool cudnn_autotune = false;
@@ -75,14 +77,14 @@ struct DetectorOptions {
   int64_t max_batch_pixels = 0;          // pixel budget per batch; 0 = none
   int64_t queue_capacity = 4096;         // most queued images; beyond: refused (queue full)
   int64_t queue_capacity_bytes = int64_t{1} << 30;  // most bytes held by queued images
-  double request_timeout_ms = 30'000;    // deadline from submission; 0 = none
-  double latency_target_ms = 100;        // the adaptive scheduler's target
-  bool pad_batches = false;              // pad batches to the planned sizes (fixed shapes)
+  double request_timeout_ms = 30'000;               // deadline from submission; 0 = none
+  double latency_target_ms = 100;                   // the adaptive scheduler's target
+  bool pad_batches = false;  // pad batches to the planned sizes (fixed shapes)
 
   // Threads and the start-up warm-up (--workers, --post-threads, --memory-fraction,
   // --batch-knee, --plan-batch-sizes).
-  int decode_threads = 0;       // decode/pre-process threads; 0 = half the cores, at least 1
-  int postprocess_threads = 1;  // post-process threads (and callbacks)
+  int decode_threads = 0;        // decode/pre-process threads; 0 = half the cores, at least 1
+  int postprocess_threads = 1;   // post-process threads (and callbacks)
   double memory_fraction = 0.8;  // share of RAM / device memory the buffer plan may use
   double batch_knee = 0.95;      // cap batches where throughput stops growing; 0 = memory only
   std::vector<int> plan_batch_sizes = {1, 2, 4, 8, 16};  // sizes the warm-up measures
@@ -136,7 +138,8 @@ class Detector {
 
   // Encoded JPEG/PNG/WebP bytes (EXIF orientation applied), or decoded pixels (copied; they
   // skip the decoder). Blocks until the faces are found; thread-safe, and concurrent calls
-  // batch together. Waits for room when the queue is full.
+  // batch together. Waits for room when the queue is full. Called from a Callback (whose thread
+  // the answer would need), they end at once with FailedPrecondition: use DetectAsync there.
   StatusOr<DetectResult> Detect(std::span<const uint8_t> encoded);
   StatusOr<DetectResult> Detect(const Pixels& pixels);
   // Many at once: all submitted together (so they batch), results in input order.
@@ -145,11 +148,13 @@ class Detector {
   using Callback = std::function<void(StatusOr<DetectResult>)>;
   // Returns at once; `done` runs exactly once, on a library thread (or inline with the error
   // when the request is rejected at once: bad input, shut down, queue full). `done` must not
-  // call Shutdown or destroy the detector.
+  // call Shutdown or destroy the detector; it may call DetectAsync, not the blocking calls.
+  // Keep it short: every answer's post-processing waits for the thread it runs on.
   void DetectAsync(std::vector<uint8_t> encoded, Callback done);
   void DetectAsync(const Pixels& pixels, Callback done);
-  // The same for an image file, read by a decode thread (so reading overlaps inference); a file
-  // that cannot be read ends with NotFound / Internal naming it.
+  // The same for an image file, read by a decode thread (so reading overlaps inference). Ends
+  // with NotFound (missing), InvalidArgument (empty path, a directory), Internal (cannot read),
+  // or the decoder's error for bytes that are not an image.
   void DetectFileAsync(std::string path, Callback done);
 
   // Stops accepting (later calls fail with StatusCode::kUnavailable naming the shutdown) and

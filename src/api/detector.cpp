@@ -13,6 +13,19 @@
 #include "pipeline/pipeline.h"
 
 namespace mogserve {
+namespace {
+
+// Set while this thread runs a Callback. The blocking calls refuse to run there: a callback runs
+// on a post-processing thread, and the answer they would wait for needs one of those threads.
+thread_local bool in_callback = false;
+
+Status BlockingCallFromCallback() {
+  return FailedPrecondition(
+      "Detect/DetectAll called from a Detector callback, which runs on the post-processing "
+      "thread its answer would need; call DetectAsync there instead");
+}
+
+}  // namespace
 
 class Detector::Impl {
  public:
@@ -51,7 +64,10 @@ class Detector::Impl {
 
   void Finish(const Callback& done, StatusOr<DetectResult> result) {
     ++(result.ok() ? completed : failed);
+    const bool outer = in_callback;
+    in_callback = true;
     done(std::move(result));
+    in_callback = outer;
   }
 
   static Status ShutDownStatus() {
@@ -99,6 +115,7 @@ class Detector::Impl {
 
   // Submits and waits for the answer.
   StatusOr<DetectResult> Wait(StatusOr<pipeline::ImageInput> input) {
+    if (in_callback) input = BlockingCallFromCallback();
     if (!input.ok()) {
       ++submitted;
       ++failed;
@@ -127,9 +144,9 @@ namespace api {
 
 StatusOr<std::unique_ptr<Detector>> DetectorBuilder::Open(const DetectorOptions& options,
                                                           const OptionNames& names) {
-  MOGSERVE_RETURN_IF_ERROR(CheckOptions(options, names));  // bad options before the slow load
+  // Bad options before the slow load.
   MOGSERVE_ASSIGN_OR_RETURN(const engine::EngineOptions engine_options,
-                            ToEngineOptions(options, names));
+                            CheckOptions(options, names));
   auto impl = std::make_unique<Detector::Impl>();
   MOGSERVE_ASSIGN_OR_RETURN(impl->loaded, LoadEngines(engine_options, options, names));
   MOGSERVE_ASSIGN_OR_RETURN(impl->serving,
@@ -186,7 +203,8 @@ std::vector<StatusOr<DetectResult>> Detector::DetectAll(
   std::vector<std::optional<StatusOr<DetectResult>>> slots(images.size());
   size_t answered = 0;
   for (size_t i = 0; i < images.size(); ++i) {
-    auto input = Impl::FromEncoded({images[i].begin(), images[i].end()});
+    auto input = in_callback ? StatusOr<pipeline::ImageInput>(BlockingCallFromCallback())
+                             : Impl::FromEncoded({images[i].begin(), images[i].end()});
     Callback done = [&, i](StatusOr<DetectResult> r) {
       std::lock_guard<std::mutex> lock(mu);
       slots[i].emplace(std::move(r));
@@ -232,7 +250,9 @@ void Detector::Shutdown() {
   impl_->serving.pipeline->Shutdown(pipeline::ShutdownMode::kDrain);
 }
 
-const DetectorInfo& Detector::info() const { return impl_->info; }
+const DetectorInfo& Detector::info() const {
+  return impl_->info;
+}
 
 DetectorStats Detector::stats() const {
   DetectorStats s;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 
 #include <spdlog/spdlog.h>
@@ -32,8 +33,9 @@ bool IsDirectory(const fs::path& p) {
   return fs::is_directory(p, ec);
 }
 
-// <libdir>/../share/mogserve/models/<folder>, from the path of the binary holding this code (the
-// installed libmogserve.so, or the executable it is linked into); empty when it does not exist.
+// The model installed with mogserve (<datadir>/mogserve/models/<folder>), found from the folder of
+// the binary holding this code: the installed libmogserve.so (in <libdir>) or the mogserve
+// executable (in <bindir>); CMake compiles in both relative paths. Empty when neither exists.
 std::string InstalledModelDir() {
   Dl_info where{};
   if (dladdr(reinterpret_cast<const void*>(&InstalledModelDir), &where) == 0 ||
@@ -41,14 +43,18 @@ std::string InstalledModelDir() {
     return "";
   }
   std::error_code ec;
-  const fs::path binary = fs::canonical(where.dli_fname, ec);
+  const fs::path folder = fs::canonical(where.dli_fname, ec).parent_path();
   if (ec) return "";
-  const fs::path dir =
-      binary.parent_path().parent_path() / "share" / "mogserve" / "models" / kDefaultModelFolder;
-  return IsDirectory(dir) ? dir.string() : "";
+  for (const char* to_models : {MOGSERVE_LIBDIR_TO_MODELS, MOGSERVE_BINDIR_TO_MODELS}) {
+    const fs::path dir = folder / to_models / kDefaultModelFolder;
+    if (IsDirectory(dir)) return dir.lexically_normal().string();
+  }
+  return "";
 }
 
-double Seconds(double ms) { return ms / 1000.0; }
+double Seconds(double ms) {
+  return ms / 1000.0;
+}
 
 scheduler::Duration FromMs(double ms) {
   return std::chrono::duration_cast<scheduler::Duration>(
@@ -75,6 +81,21 @@ OptionNames OptionNames::Flags() {
   n.postprocess_threads = "--post-threads";
   n.plan_batch_sizes = "--plan-batch-sizes";
   n.max_pixels = "--max-pixels";
+  n.threads = "--threads";
+  n.cudnn_workspace_mb = "--cudnn-workspace-mb";
+  n.max_graphs = "--max-graphs";
+  n.score_threshold = "--score-threshold";
+  n.nms_iou = "--nms-iou";
+  n.top_k = "--top-k";
+  n.max_faces = "--max-faces";
+  n.max_delay_ms = "--max-delay-ms";
+  n.max_batch_pixels = "--max-batch-pixels";
+  n.queue_capacity = "--queue-capacity";
+  n.queue_capacity_bytes = "--queue-capacity-bytes";
+  n.request_timeout_ms = "--request-timeout (ms)";
+  n.latency_target_ms = "--latency-target-ms";
+  n.memory_fraction = "--memory-fraction";
+  n.batch_knee = "--batch-knee";
   return n;
 }
 
@@ -122,8 +143,7 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& o,
   if (options.model == engine::ModelKind::kSsd &&
       !(o.weights.empty() && o.synthetic_weights.empty())) {
     return InvalidArgument(names.weights + " and " + names.synthetic_weights + " are for " +
-                           names.model + " mogface; the SSD model is read from " +
-                           names.model_dir);
+                           names.model + " mogface; the SSD model is read from " + names.model_dir);
   }
   options.model_dir = ResolveModelDir(o.model_dir);
   // The SSD's default calibration (used by int8 only; filled at any precision because commands
@@ -144,9 +164,9 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& o,
   options.synthetic_seed = o.seed;
   if (!o.synthetic_weights.empty()) {
     spdlog::warn(
-        "--synthetic-weights {}: random weights (seed {}), so the detections are meaningless; "
-        "use them to measure speed and memory, and --weights FILE for real faces",
-        o.synthetic_weights, o.seed);
+        "{} {}: random weights (seed {}), so the detections are meaningless; use them to "
+        "measure speed and memory, and {} for real faces",
+        names.synthetic_weights, o.synthetic_weights, o.seed, names.weights);
   }
   auto device = engine::ParseDevice(o.device);
   if (!device.ok()) return OptionError(names.device, device.status());
@@ -202,28 +222,61 @@ DetectOptions ToDetectOptions(const DetectorOptions& o, const DetectOptions& mod
   return d;
 }
 
-Status CheckOptions(const DetectorOptions& o, const OptionNames& names) {
-  MOGSERVE_RETURN_IF_ERROR(ToEngineOptions(o, names).status());
-  MOGSERVE_ASSIGN_OR_RETURN(scheduler::SchedulerConfig config, ToSchedulerConfig(o, names));
-  if (Status s = config.Validate(); !s.ok()) return s;
+StatusOr<engine::EngineOptions> CheckOptions(const DetectorOptions& o, const OptionNames& names) {
+  const auto range = [](const std::string& name, int64_t v, int64_t lo, int64_t hi) {
+    return v >= lo && v <= hi ? Status::Ok()
+                              : InvalidArgument(name + ": " + std::to_string(v) +
+                                                " is out of range; allowed: " + std::to_string(lo) +
+                                                " to " + std::to_string(hi));
+  };
+  const auto real_range = [](const std::string& name, double v, double lo, double hi) {
+    if (v >= lo && v <= hi) return Status::Ok();  // written as "inside": NaN is out of range
+    std::ostringstream m;
+    m << name << ": " << v << " is out of range; allowed: " << lo << " to " << hi;
+    return InvalidArgument(m.str());
+  };
+  // Every range the command line's flags allow (cli/engine_flags.cpp), under the option's name.
+  MOGSERVE_RETURN_IF_ERROR(range(names.threads, o.threads, 0, 4096));
+  MOGSERVE_RETURN_IF_ERROR(range(names.instances, o.instances, 0, 64));
+  MOGSERVE_RETURN_IF_ERROR(range(names.cudnn_workspace_mb, o.cudnn_workspace_mb, 0, 1 << 20));
+  MOGSERVE_RETURN_IF_ERROR(range(names.max_graphs, o.max_graphs, 0, 1 << 20));
+  MOGSERVE_RETURN_IF_ERROR(range(names.target_size, o.target_size, 32, 4096));
+  if (o.score_threshold) {
+    MOGSERVE_RETURN_IF_ERROR(real_range(names.score_threshold, *o.score_threshold, 0, 1));
+  }
+  if (o.nms_iou) MOGSERVE_RETURN_IF_ERROR(real_range(names.nms_iou, *o.nms_iou, 0, 1));
+  if (o.top_k) MOGSERVE_RETURN_IF_ERROR(range(names.top_k, *o.top_k, 1, 1'000'000));
+  if (o.max_faces) MOGSERVE_RETURN_IF_ERROR(range(names.max_faces, *o.max_faces, 1, 10'000));
+  MOGSERVE_RETURN_IF_ERROR(range(names.max_pixels, o.max_pixels, 1, int64_t{1} << 40));
+  MOGSERVE_RETURN_IF_ERROR(range(names.max_batch_size, o.max_batch_size, 1, 1024));
+  MOGSERVE_RETURN_IF_ERROR(real_range(names.max_delay_ms, o.max_delay_ms, 0, 10'000));
+  MOGSERVE_RETURN_IF_ERROR(
+      range(names.max_batch_pixels, o.max_batch_pixels, 0, std::numeric_limits<int64_t>::max()));
+  MOGSERVE_RETURN_IF_ERROR(range(names.queue_capacity, o.queue_capacity, 1, int64_t{1} << 30));
+  MOGSERVE_RETURN_IF_ERROR(range(names.queue_capacity_bytes, o.queue_capacity_bytes, 0,
+                                 std::numeric_limits<int64_t>::max()));
+  MOGSERVE_RETURN_IF_ERROR(
+      real_range(names.request_timeout_ms, o.request_timeout_ms, 0, 3'600'000));
+  MOGSERVE_RETURN_IF_ERROR(real_range(names.latency_target_ms, o.latency_target_ms, 1, 600'000));
+  MOGSERVE_RETURN_IF_ERROR(range(names.decode_threads, o.decode_threads, 0, 256));
+  MOGSERVE_RETURN_IF_ERROR(range(names.postprocess_threads, o.postprocess_threads, 1, 64));
+  MOGSERVE_RETURN_IF_ERROR(real_range(names.memory_fraction, o.memory_fraction, 0.01, 1));
+  MOGSERVE_RETURN_IF_ERROR(real_range(names.batch_knee, o.batch_knee, 0, 1));
+  for (size_t i = 0; i < o.plan_batch_sizes.size(); ++i) {
+    MOGSERVE_RETURN_IF_ERROR(range(names.plan_batch_sizes, o.plan_batch_sizes[i], 1, 1024));
+    if (i > 0 && o.plan_batch_sizes[i] <= o.plan_batch_sizes[i - 1]) {
+      return InvalidArgument(names.plan_batch_sizes + ": " + std::to_string(o.plan_batch_sizes[i]) +
+                             " after " + std::to_string(o.plan_batch_sizes[i - 1]) +
+                             "; list the sizes in increasing order, each once");
+    }
+  }
   // The input policy can only be checked against the model's geometry; its name now.
   if (!pipeline::ParseInputPolicy(o.input_policy).ok()) {
     return OptionError(names.input_policy, pipeline::ParseInputPolicy(o.input_policy).status());
   }
-  const auto range = [](const std::string& name, int64_t v, int64_t lo, int64_t hi) {
-    return v >= lo && v <= hi ? Status::Ok()
-                              : InvalidArgument(name + ": " + std::to_string(v) +
-                                                " is out of range; allowed: " +
-                                                std::to_string(lo) + " to " + std::to_string(hi));
-  };
-  MOGSERVE_RETURN_IF_ERROR(range(names.instances, o.instances, 0, 64));
-  MOGSERVE_RETURN_IF_ERROR(range(names.decode_threads, o.decode_threads, 0, 256));
-  MOGSERVE_RETURN_IF_ERROR(range(names.postprocess_threads, o.postprocess_threads, 1, 64));
-  MOGSERVE_RETURN_IF_ERROR(range(names.max_pixels, o.max_pixels, 1, int64_t{1} << 40));
-  for (int b : o.plan_batch_sizes) {
-    MOGSERVE_RETURN_IF_ERROR(range(names.plan_batch_sizes, b, 1, 1024));
-  }
-  return Status::Ok();
+  MOGSERVE_ASSIGN_OR_RETURN(scheduler::SchedulerConfig config, ToSchedulerConfig(o, names));
+  MOGSERVE_RETURN_IF_ERROR(config.Validate());  // what the ranges above leave
+  return ToEngineOptions(o, names);
 }
 
 StatusOr<LoadedEngines> LoadEngines(const engine::EngineOptions& engine_options,

@@ -41,15 +41,30 @@ struct OptionNames {
   std::string postprocess_threads = "postprocess_threads";
   std::string plan_batch_sizes = "plan_batch_sizes";
   std::string max_pixels = "max_pixels";
+  std::string threads = "threads";
+  std::string cudnn_workspace_mb = "cudnn_workspace_mb";
+  std::string max_graphs = "max_graphs";
+  std::string score_threshold = "score_threshold";
+  std::string nms_iou = "nms_iou";
+  std::string top_k = "top_k";
+  std::string max_faces = "max_faces";
+  std::string max_delay_ms = "max_delay_ms";
+  std::string max_batch_pixels = "max_batch_pixels";
+  std::string queue_capacity = "queue_capacity";
+  std::string queue_capacity_bytes = "queue_capacity_bytes";
+  std::string request_timeout_ms = "request_timeout_ms";
+  std::string latency_target_ms = "latency_target_ms";
+  std::string memory_fraction = "memory_fraction";
+  std::string batch_knee = "batch_knee";
   // The command-line flags (`serve`'s names).
   static OptionNames Flags();
 };
 
 // The model folder: `option` when given, else $MOGSERVE_MODEL_DIR, else models/ssd_mobilenetv1
 // in the working directory, else the same next to the build (<folder of the executable>/..),
-// else the model installed with the library (<libdir>/../share/mogserve/models/ssd_mobilenetv1,
-// found from the library's own path). When none exists: models/ssd_mobilenetv1 (the engine's
-// error then names it).
+// else the model installed with mogserve (<datadir>/mogserve/models/ssd_mobilenetv1, found from
+// the installed library's or executable's own path). When none exists: models/ssd_mobilenetv1 (the
+// engine's error then names it).
 std::string ResolveModelDir(const std::string& option);
 
 // The SSD's INT8 calibration the build writes: <folder of the executable>/calibration/
@@ -68,8 +83,10 @@ StatusOr<pipeline::ShapeBuckets> ToShapeBuckets(const DetectorOptions& options,
                                                 const OptionNames& names = {});
 // The model's defaults with the options' overrides.
 DetectOptions ToDetectOptions(const DetectorOptions& options, const DetectOptions& model_defaults);
-// Every option checked before the slow model load (the engine's, the scheduler's, the threads').
-Status CheckOptions(const DetectorOptions& options, const OptionNames& names = {});
+// Every option checked before the slow model load, each within the range its command-line flag
+// allows (InvalidArgument naming it); then the engine's options (ToEngineOptions).
+StatusOr<engine::EngineOptions> CheckOptions(const DetectorOptions& options,
+                                             const OptionNames& names = {});
 
 struct LoadedEngines {
   std::vector<std::unique_ptr<engine::Engine>> owned;  // options.instances, sharing weights
@@ -80,8 +97,7 @@ struct LoadedEngines {
 // more sharing its weights (0: engine::DefaultInstances of the device), and the shape buckets.
 // Errors: "cannot start the engine: ..." with the engine's code.
 StatusOr<LoadedEngines> LoadEngines(const engine::EngineOptions& engine_options,
-                                    const DetectorOptions& options,
-                                    const OptionNames& names = {});
+                                    const DetectorOptions& options, const OptionNames& names = {});
 
 // What StartPipeline built, for banners, /v1/models and DetectorInfo.
 struct StackDescription {

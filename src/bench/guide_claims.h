@@ -22,7 +22,8 @@ struct GuideClaim {
 const std::vector<std::string>& KnownGuideClaimIds();
 
 // `flag` when given, else docs/bench/guide_claims.json in the working directory or next to the
-// build; "" when neither exists.
+// build, else share/mogserve/guide_claims.json of an installed mogserve (<folder of the
+// executable>/../share/mogserve); "" when none exists.
 std::string FindGuideClaims(const std::string& flag);
 
 // Reads and checks the file: kNotFound naming the path when missing; kInvalidArgument naming

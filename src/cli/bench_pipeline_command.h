@@ -50,7 +50,7 @@ void AddSchedulerBenchFlags(CLI::App& app, Options& o) {
   AddBounded(app, "--max-delay-ms", o.max_delay_ms, "Longest wait to grow a batch", 0.0, 10000.0);
   AddBounded(app, "--batch-knee", o.batch_knee,
              "Cap batches at the smallest warm-up batch size reaching this fraction of the "
-             "best measured throughput (0: --max-batch-size only)",
+             "best measured throughput (0: memory only, then --max-batch-size)",
              0.0, 1.0);
 }
 

@@ -173,7 +173,8 @@ CommandRunner RegisterBenchReportCommand(CLI::App& bench_app) {
       ->capture_default_str();
   app->add_option("--guide-claims", flags->guide_claims,
                   "The deployment guide's claims to compare with (default: "
-                  "docs/bench/guide_claims.json in the working directory or next to the build)");
+                  "docs/bench/guide_claims.json in the working directory or next to the build, "
+                  "else <prefix>/share/mogserve/guide_claims.json of an installed mogserve)");
   return [flags, app] { return RunBenchReport(*flags, *app); };
 }
 

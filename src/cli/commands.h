@@ -64,7 +64,7 @@ struct EngineFlags {
   std::string synthetic_weights = kDefaults.synthetic_weights;
   uint64_t seed = kDefaults.seed;
   std::string precision = kDefaults.precision;
-  std::string calibration = kDefaults.calibration;  // int8 (default: DefaultSsdCalibration())
+  std::string calibration = kDefaults.calibration;  // int8 (default: api::DefaultSsdCalibration())
   std::string int8_float_layers = kDefaults.int8_float_layers;
   std::string device = kDefaults.device;
   int threads = kDefaults.threads;
@@ -73,18 +73,15 @@ struct EngineFlags {
   int max_graphs = kDefaults.max_graphs;
 };
 void AddEngineFlags(CLI::App& app, EngineFlags& flags);
-// The SSD's INT8 calibration file the build writes (`mogserve calibrate` over
-// tests/data/photos): <folder of the executable>/calibration/ssd_mobilenetv1_int8.json. Without
-// it, int8 looks for <model folder>/int8_calibration.json (where the container image puts it).
-std::string DefaultSsdCalibration();
 // InvalidArgument naming the flag and the allowed values.
 StatusOr<engine::EngineOptions> ToEngineOptions(const EngineFlags& flags);
 // Copies the flags into the options the serving stack takes (api/serving_stack.h).
 void ApplyEngineFlags(const EngineFlags& flags, DetectorOptions* options);
 
 // The engine the flags describe and `instances` - 1 more sharing its weights (one worker thread
-// each in a pipeline); 0 instances: engine::DefaultInstances of the device (1 cpu, 2 cuda). On failure, prints "error: ..." to stderr and returns the exit code
-// (kExitUsage for a bad flag, kExitFatal otherwise).
+// each in a pipeline); 0 instances: engine::DefaultInstances of the device (1 cpu, 2 cuda). On
+// failure, prints "error: ..." to stderr and returns the exit code (kExitUsage for a bad flag,
+// kExitFatal otherwise).
 struct EngineInstances {
   std::vector<std::unique_ptr<engine::Engine>> owned;
   std::vector<engine::Engine*> all;  // owned, as raw pointers; all[0] is the first
@@ -143,7 +140,7 @@ struct PipelineFlags {
   double request_timeout_s = kDefaults.request_timeout_ms / 1000;
   double latency_target_ms = kDefaults.latency_target_ms;
   bool pad_batches = kDefaults.pad_batches;
-  int instances = kDefaults.instances;  // 0: engine::DefaultInstances of the device
+  int instances = kDefaults.instances;     // 0: engine::DefaultInstances of the device
   int workers = kDefaults.decode_threads;  // decode threads; 0 = half the cores
   int post_threads = kDefaults.postprocess_threads;
   double memory_fraction = kDefaults.memory_fraction;

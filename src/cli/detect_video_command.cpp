@@ -226,7 +226,7 @@ int RunDetectVideo(const DetectVideoFlags& flags) {
   api::OptionNames names = api::OptionNames::Flags();
   names.scheduler = "--policy";
   names.max_batch_size = "--batch-size";
-  auto engine_options = api::ToEngineOptions(options, names);
+  auto engine_options = api::CheckOptions(options, names);
   if (!engine_options.ok()) {
     std::cerr << "error: " << engine_options.status().message() << "\n";
     return kExitUsage;

@@ -1,7 +1,3 @@
-#include <unistd.h>
-
-#include <cstdlib>
-#include <filesystem>
 #include <iostream>
 
 #include "api/serving_stack.h"
@@ -13,10 +9,6 @@ std::string ResolveModelDir(const std::string& flag) {
   return api::ResolveModelDir(flag);
 }
 
-std::string DefaultSsdCalibration() {
-  return api::DefaultSsdCalibration();
-}
-
 void AddEngineFlags(CLI::App& app, EngineFlags& flags) {
   app.add_option("--model", flags.model,
                  "ssd (the embedded SSD-MobileNetV1) or mogface (needs --weights or "
@@ -24,7 +16,8 @@ void AddEngineFlags(CLI::App& app, EngineFlags& flags) {
       ->capture_default_str();
   app.add_option("--model-dir", flags.model_dir,
                  "SSD: folder with the model files (default: $MOGSERVE_MODEL_DIR, else "
-                 "models/ssd_mobilenetv1 in the working directory or next to the build)");
+                 "models/ssd_mobilenetv1 in the working directory or next to the build, else the "
+                 "model installed with mogserve: <prefix>/share/mogserve/models/ssd_mobilenetv1)");
   app.add_option("--weights", flags.weights,
                  "MogFace checkpoint: .pt/.pth written by torch.save (ModelScope's "
                  "pytorch_model.pt, model_140000.pth) or .safetensors");

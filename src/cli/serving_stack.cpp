@@ -50,8 +50,9 @@ void AddServeFlags(CLI::App& app, ServeFlags& f) {
        "ssd-mobilenetv1 or mogface)")
       ->check([](const std::string& v) {
         const bool ok = !v.empty() && v.size() <= 128 &&
-                        v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                            "0123456789._-") == std::string::npos;
+                        v.find_first_not_of(
+                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                            "0123456789._-") == std::string::npos;
         return ok ? std::string() : "a name of 1 to 128 letters, digits, '.', '_' or '-'";
       });
   Flag(app, "--max-body-bytes", f.max_body_bytes, "Largest request body (413 beyond)")
@@ -166,10 +167,9 @@ DetectorOptions ToDetectorOptions(const ServeFlags& flags) {
 StatusOr<LoadedEngines> LoadEngines(const ServeFlags& flags) {
   const DetectorOptions options = ToDetectorOptions(flags);
   const api::OptionNames names = api::OptionNames::Flags();
-  MOGSERVE_ASSIGN_OR_RETURN(const engine::EngineOptions engine_options,
-                            api::ToEngineOptions(options, names));
   // Bad flags before the slow load.
-  MOGSERVE_RETURN_IF_ERROR(api::ToSchedulerConfig(options, names).status());
+  MOGSERVE_ASSIGN_OR_RETURN(const engine::EngineOptions engine_options,
+                            api::CheckOptions(options, names));
   return api::LoadEngines(engine_options, options, names);
 }
 

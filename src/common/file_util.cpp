@@ -36,12 +36,12 @@ StatusOr<std::vector<uint8_t>> ReadFileBytes(const std::string& path) {
 
 std::string FindProjectFolder(const std::string& relative) {
   namespace fs = std::filesystem;
-  if (fs::is_directory(relative)) return relative;
-  std::error_code ec;
+  std::error_code ec;  // the non-throwing forms: an unreadable folder is "not there"
+  if (fs::is_directory(relative, ec)) return relative;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     const fs::path beside = exe.parent_path().parent_path() / relative;
-    if (fs::is_directory(beside)) return beside.string();
+    if (fs::is_directory(beside, ec)) return beside.string();
   }
   return "";
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -243,6 +244,29 @@ TEST_F(DetectorTest, AsyncFromManyThreadsBatchesTogether) {
   EXPECT_GT(detector_->stats().mean_batch_size, 1.0);
 }
 
+TEST_F(DetectorTest, BlockingCallsFromACallbackEndAtOnceInsteadOfDeadlocking) {
+  const std::vector<uint8_t> photo = Photo("grace_hopper.jpg");
+  std::promise<std::pair<Status, Status>> inner;
+  detector_->DetectAsync(photo, [&](StatusOr<DetectResult> r) {
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    // On the post-processing thread: a blocking Detect here would wait for this very thread.
+    StatusOr<DetectResult> nested = detector_->Detect(photo);
+    const std::span<const uint8_t> one[] = {photo};
+    std::vector<StatusOr<DetectResult>> all = detector_->DetectAll(one);
+    inner.set_value({nested.status(), all.at(0).status()});
+  });
+  auto answered = inner.get_future();
+  ASSERT_EQ(answered.wait_for(std::chrono::minutes(2)), std::future_status::ready)
+      << "a blocking call inside a callback deadlocked";
+  const auto [nested, all] = answered.get();
+  for (const Status& s : {nested, all}) {
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+    EXPECT_NE(s.message().find("DetectAsync"), std::string::npos) << s.ToString();
+  }
+  // Outside a callback the same calls work.
+  EXPECT_TRUE(detector_->Detect(photo).ok());
+}
+
 TEST_F(DetectorTest, BadInputGetsAClearStatus) {
   auto empty = detector_->Detect(std::span<const uint8_t>());
   ASSERT_FALSE(empty.ok());
@@ -402,7 +426,22 @@ TEST(DetectorOpen, BadOptionsNameTheOptionAndTheAllowedValues) {
       {[](DetectorOptions& o) { o.int8_float_layers = "all"; }, StatusCode::kInvalidArgument,
        "int8_float_layers: 'all' is not known; allowed: first,heads, first, heads, none"},
       {[](DetectorOptions& o) { o.max_batch_size = 0; }, StatusCode::kInvalidArgument,
-       "max_batch_size"},
+       "max_batch_size: 0 is out of range; allowed: 1 to 1024"},
+      {[](DetectorOptions& o) { o.score_threshold = 5; }, StatusCode::kInvalidArgument,
+       "score_threshold: 5 is out of range; allowed: 0 to 1"},
+      {[](DetectorOptions& o) { o.max_faces = -1; }, StatusCode::kInvalidArgument,
+       "max_faces: -1 is out of range; allowed: 1 to 10000"},
+      {[](DetectorOptions& o) { o.queue_capacity = 0; }, StatusCode::kInvalidArgument,
+       "queue_capacity: 0 is out of range"},
+      {[](DetectorOptions& o) { o.memory_fraction = 0; }, StatusCode::kInvalidArgument,
+       "memory_fraction: 0 is out of range; allowed: 0.01 to 1"},
+      {[](DetectorOptions& o) { o.cudnn_workspace_mb = int64_t{1} << 50; },
+       StatusCode::kInvalidArgument, "cudnn_workspace_mb: 1125899906842624 is out of range"},
+      {[](DetectorOptions& o) {
+         o.plan_batch_sizes = {4, 2};
+       },
+       StatusCode::kInvalidArgument,
+       "plan_batch_sizes: 2 after 4; list the sizes in increasing order"},
       {[](DetectorOptions& o) { o.postprocess_threads = 0; }, StatusCode::kInvalidArgument,
        "postprocess_threads: 0 is out of range; allowed: 1 to 64"},
       {[](DetectorOptions& o) { o.weights = "x.pt"; }, StatusCode::kInvalidArgument,
