@@ -48,7 +48,11 @@ struct DetectorOptions {
   uint64_t seed = 1;              // of synthetic_weights
   // How it runs (--device, --precision, --calibration, --int8-float-layers, --threads).
   std::string device = "cpu";      // "cpu", "cuda" or "cuda:N"
-  std::string precision = "fp32";  // cpu: fp32, bf16, int8; cuda: fp32, tf32, fp16, bf16
+  // cpu: fp32, bf16 (needs AVX-512), int8 (needs a calibration); cuda: fp32, tf32, fp16, bf16;
+  // auto: the fastest this device runs natively (engine::ChooseAutoPrecision: int8 where the
+  // model is calibrated, else bf16 on CPUs with AVX512-BF16/AMX, else fp32; fp16 on cuda).
+  // fp32 stays the default: the same answers on every CPU, equal to the FP64 reference's.
+  std::string precision = "fp32";
   std::string calibration;         // int8: activation scales (`mogserve calibrate`)
   std::string int8_float_layers = "first,heads";  // int8: "first,heads", "first", "heads", "none"
   int threads = 0;    // intra-op threads of the forward pass; 0 = every core
@@ -104,7 +108,12 @@ struct DetectorInfo {
   std::string variant;      // "" (SSD), "r101", "e", "r50"
   std::string weights;      // the checkpoint, "synthetic (seed 1)", or the SSD folder
   std::string device;       // "cpu", "cuda:0"
-  std::string precision;    // "fp32", "bf16", ...
+  std::string precision;    // "fp32", "bf16", ... (what runs, also under precision "auto")
+  std::string precision_choice;  // why "auto" chose it; "" when named
+  // The host CPU: "AMD EPYC 7571 (avx2): sse4_1 avx avx2 fma f16c" (" (capped at avx2 by
+  // MOGSERVE_CPU_ISA)" when a cap applies), and its oneDNN ISA level ("avx2", "avx512_core_bf16").
+  std::string cpu;
+  std::string cpu_isa;
   std::string description;  // "ssd-mobilenetv1 on cpu, fp32, channels-last, 2 threads"
   int instances = 0;
   int input_width = 0;  // the largest canvas a picture is scaled into

@@ -158,6 +158,9 @@ StatusOr<std::unique_ptr<Detector>> DetectorBuilder::Open(const DetectorOptions&
   info.weights = d.info.weights;
   info.device = d.info.device;
   info.precision = d.info.precision;
+  info.precision_choice = d.info.precision_choice;
+  info.cpu = d.info.DescribeCpu();
+  info.cpu_isa = d.info.cpu_isa;
   info.description = d.info.Describe();
   info.instances = d.instances;
   for (int b = 0; b < impl->loaded.buckets.size(); ++b) {

@@ -123,9 +123,14 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& o,
   auto model = engine::ParseModelKind(o.model);
   if (!model.ok()) return OptionError(names.model, model.status());
   options.model = *model;
-  auto precision = engine::ParsePrecision(o.precision);
-  if (!precision.ok()) return OptionError(names.precision, precision.status());
-  options.precision = *precision;
+  const bool auto_precision = o.precision == "auto";
+  if (!auto_precision) {
+    auto precision = engine::ParsePrecision(o.precision);
+    if (!precision.ok()) {
+      return InvalidArgument(names.precision + ": " + precision.status().message() + ", auto");
+    }
+    options.precision = *precision;
+  }
   options.calibration = o.calibration;
   using Layers = engine::EngineOptions::Int8FloatLayers;
   if (o.int8_float_layers == "first,heads" || o.int8_float_layers == "heads,first") {
@@ -171,6 +176,17 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& o,
   auto device = engine::ParseDevice(o.device);
   if (!device.ok()) return OptionError(names.device, device.status());
   options.device = o.device;
+  if (auto_precision) {
+    const engine::PrecisionChoice choice =
+        engine::ChooseAutoPrecision(*device, !options.calibration.empty());
+    options.precision = choice.precision;
+    options.precision_choice = choice.why;
+  }
+  if (device->backend == "cpu" && options.precision == engine::Precision::kBf16 &&
+      HostCpu().RunsBf16() && !HostCpu().NativeBf16()) {
+    spdlog::warn("{} bf16: this CPU has no AVX512-BF16 or AMX, so oneDNN emulates BF16 "
+                 "(slower than fp32; int8 or fp32 are faster here)", names.precision);
+  }
   options.cpu.threads = o.threads;
   options.cuda.cudnn_workspace_bytes = o.cudnn_workspace_mb << 20;
   options.cuda.cudnn_autotune = o.cudnn_autotune;

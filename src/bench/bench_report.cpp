@@ -188,7 +188,11 @@ StatusOr<std::vector<std::unique_ptr<engine::Engine>>> CreateEngines(const Bench
   if (precisions.empty()) {
     precisions = {engine::Precision::kFp32};
     if (!o.simulate && o.engine.model == engine::ModelKind::kMogFace) {
-      precisions.push_back(engine::Precision::kBf16);
+      if (const Status bf16 = engine::CheckCpuRunsPrecision(engine::Precision::kBf16); bf16.ok()) {
+        precisions.push_back(engine::Precision::kBf16);
+      } else {
+        std::fprintf(stderr, "note: bf16 left out: %s\n", bf16.message().c_str());
+      }
     }
   }
   std::vector<std::unique_ptr<engine::Engine>> engines;

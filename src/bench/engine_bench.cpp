@@ -7,6 +7,7 @@
 #include "bench/forward_timer.h"
 #include "bench/mogface_bench.h"
 #include "common/cpu_info.h"
+#include "common/fma_peak.h"
 #include "engine/caching_cpu_allocator.h"
 #include "engine/conv_peak.h"
 
@@ -97,7 +98,8 @@ StatusOr<EngineBenchReport> RunSsdBench(const EngineBenchOptions& options) {
     }
     std::fprintf(stderr, "measuring the %s 3x3 convolution peak (%d threads)...\n", name,
                  report.threads);
-    const engine::ConvPeak peak = engine::MeasureConv3x3Peak(2.0, precisions[i]);
+    MOGSERVE_ASSIGN_OR_RETURN(const engine::ConvPeak peak,
+                              engine::MeasureConv3x3Peak(2.0, precisions[i]));
     report.peaks.push_back({name, peak.gflops, peak.batch});
     report.peak_gflops = peak.gflops;  // the rows below are rated against their own precision
     report.peak_batch = peak.batch;
@@ -172,8 +174,21 @@ std::string DescribeMachine() {
 
 StatusOr<EngineBenchReport> RunEngineBench(const EngineBenchOptions& options) {
   if (options.batch_sizes.empty()) return InvalidArgument("no batch sizes to measure");
-  if (options.engine.model == engine::ModelKind::kMogFace) return RunMogFaceBench(options);
-  return RunSsdBench(options);
+  const int threads = options.engine.cpu.threads > 0 ? options.engine.cpu.threads : AvailableCores();
+  std::fprintf(stderr, "measuring the machine's FP32 FMA peak (%d threads)...\n", threads);
+  const FmaPeak machine = MeasureFmaPeak(threads, 1.0);
+  std::fprintf(stderr, "  %.1f GFLOP/s (%s)\n", machine.gflops, machine.isa.c_str());
+  MOGSERVE_ASSIGN_OR_RETURN(EngineBenchReport report,
+                            options.engine.model == engine::ModelKind::kMogFace
+                                ? RunMogFaceBench(options)
+                                : RunSsdBench(options));
+  report.cpu = std::string(IsaLevelName(HostCpu().Level())) + ": " + HostCpu().Describe();
+  report.machine_fp32_peak_gflops = machine.gflops;
+  report.machine_peak_isa = machine.isa;
+  for (EngineBenchRow& row : report.rows) {
+    row.fraction_of_machine_peak = machine.gflops > 0 ? row.gflops / machine.gflops : 0;
+  }
+  return report;
 }
 
 std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& r) {
@@ -182,7 +197,12 @@ std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& r) {
   t.AddField({"model", "", r.model})
       .AddField({"engine", "Engine", r.engine})
       .AddField({"machine", "Machine", r.machine})
-      .AddField({"threads", "", int64_t{r.threads}});
+      .AddField({"cpu", "CPU", r.cpu})
+      .AddField({"threads", "", int64_t{r.threads}})
+      .AddField({"machine_fp32_peak_gflops",
+                 "Machine FP32 peak (FMA loop, " + r.machine_peak_isa + "), GFLOP/s",
+                 r.machine_fp32_peak_gflops, 1})
+      .AddField({"machine_peak_isa", "", r.machine_peak_isa});
   for (const PrecisionPeak& p : r.peaks) {
     t.AddField({"peaks." + p.precision + ".gflops",
                 "Measured 3x3-conv peak, " + p.precision + ", GFLOP/s (int8: GOP/s)", p.gflops});
@@ -227,7 +247,9 @@ std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& r) {
       .AddColumn({"images_per_s", "images/s", mogface ? 2 : 1})
       .AddColumn({"gflops", "GFLOP/s"})
       .AddColumn({"peak_gflops", "", 1, 1, "", false, data})
-      .AddColumn({"fraction_of_peak", mogface ? "% of peak" : "% of its peak", 0, 100, "%"})
+      .AddColumn({"fraction_of_peak", mogface ? "% of conv peak" : "% of its conv peak", 0, 100,
+                  "%"})
+      .AddColumn({"fraction_of_machine_peak", "% of FP32 machine peak", 0, 100, "%"})
       .AddColumn({"memory_baseline_bytes", "model MiB", 0, 1.0 / (1 << 20), "", false, mogface_md})
       .AddColumn({"memory_peak_bytes", "peak MiB", 0, 1.0 / (1 << 20), "", false, mogface_md});
   AddLatencyColumns(t, "reference.", 0u);
@@ -243,7 +265,7 @@ std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& r) {
     AppendLatency(cells, row.batch_latency);
     cells.insert(cells.end(), {row.macs_per_image, row.ms_per_image, row.images_per_s, row.gflops,
                                row.peak_gflops, row.fraction_of_peak,
-                               int64_t{row.memory_baseline_bytes}, int64_t{row.memory_peak_bytes}});
+                               row.fraction_of_machine_peak, int64_t{row.memory_baseline_bytes}, int64_t{row.memory_peak_bytes}});
     const ReferenceComparison& ref = row.reference;
     if (ref.measured) {
       AppendLatency(cells, ref.latency);

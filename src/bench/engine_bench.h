@@ -59,6 +59,7 @@ struct EngineBenchRow {
   double gflops = 0;       // 2 * MACs * batch / mean latency
   double peak_gflops = 0;  // the measured peak of this precision
   double fraction_of_peak = 0;
+  double fraction_of_machine_peak = 0;  // against the FMA loop's FP32 peak (report)
   // The engine allocator's counters (process-wide; caching allocator only, else 0): held
   // before the row (weights, staging buffers) and at most during it.
   int64_t memory_baseline_bytes = 0;
@@ -76,7 +77,12 @@ struct EngineBenchReport {
   std::string model;    // "ssd", "mogface"
   std::string engine;   // Engine::Describe() of the default variant / first precision
   std::string machine;  // CPU model, cores
+  std::string cpu;      // HostCpu(): ISA level and instruction sets, the cap if any
   int threads = 0;
+  // The machine's FP32 peak: an FMA loop in the widest vectors, `threads` threads
+  // (common/fma_peak.h). The 3x3-conv peaks below are what LibTorch's convolution reaches.
+  double machine_fp32_peak_gflops = 0;
+  std::string machine_peak_isa;
   // The measured peak per precision; peak_gflops / peak_batch repeat the FP32 one.
   std::vector<PrecisionPeak> peaks;
   double peak_gflops = 0;

@@ -89,7 +89,8 @@ Status RunEngineRows(const EngineBenchOptions& options, int size, engine::Precis
   if (peak == report.peaks.end()) {
     std::fprintf(stderr, "measuring the %s 3x3 convolution peak (%d threads)...\n", name,
                  info.threads);
-    const engine::ConvPeak measured = engine::MeasureConv3x3Peak(kPeakSeconds, precision);
+    MOGSERVE_ASSIGN_OR_RETURN(const engine::ConvPeak measured,
+                              engine::MeasureConv3x3Peak(kPeakSeconds, precision));
     std::fprintf(stderr, "  peak %.1f GFLOP/s (batch %d)\n", measured.gflops, measured.batch);
     report.peaks.push_back({name, measured.gflops, measured.batch});
     peak = report.peaks.end() - 1;

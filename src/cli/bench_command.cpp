@@ -5,6 +5,7 @@
 #include "cli/bench_pipeline_command.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
+#include "cli/serving_stack.h"
 
 namespace mogserve::cli {
 namespace {
@@ -55,16 +56,13 @@ void ApplyRowFlags(const BenchFlags& flags, const RowDefaults& defaults,
 Status ApplyMogFaceFlags(const BenchFlags& flags, bench::EngineBenchOptions& options) {
   options.sizes = flags.sizes;
   std::vector<std::string> names = flags.precisions;
+  const bool defaulted = names.empty() && flags.precision_option->count() == 0;
   if (names.empty()) {
-    names = flags.precision_option->count() > 0 ? std::vector<std::string>{flags.engine.precision}
-                                                : std::vector<std::string>{"fp32", "bf16"};
+    names = defaulted ? std::vector<std::string>{"fp32", "bf16"}
+                      : std::vector<std::string>{flags.engine.precision};
   }
-  options.precisions.clear();
-  for (const std::string& name : names) {
-    auto precision = engine::ParsePrecision(name);
-    if (!precision.ok()) return InvalidArgument("--precisions: " + precision.status().message());
-    options.precisions.push_back(*precision);
-  }
+  MOGSERVE_ASSIGN_OR_RETURN(options.precisions,
+                            ParsePrecisions(names, defaulted, options.engine, "--precisions"));
   options.reference = flags.reference;
   options.reference_python = flags.reference_python;
   options.reference_script = flags.reference_script;
@@ -87,14 +85,9 @@ StatusOr<bench::EngineBenchOptions> ToBenchOptions(const BenchFlags& flags) {
     // SSD: --precisions measures the default variant at each, in one run (default: --precision).
     options.precisions = {options.engine.precision};
     if (!flags.precisions.empty()) {
-      options.precisions.clear();
-      for (const std::string& name : flags.precisions) {
-        auto precision = engine::ParsePrecision(name);
-        if (!precision.ok()) {
-          return InvalidArgument("--precisions: " + precision.status().message());
-        }
-        options.precisions.push_back(*precision);
-      }
+      MOGSERVE_ASSIGN_OR_RETURN(
+          options.precisions,
+          ParsePrecisions(flags.precisions, /*defaulted=*/false, options.engine, "--precisions"));
     }
   }
   return options;
@@ -102,7 +95,7 @@ StatusOr<bench::EngineBenchOptions> ToBenchOptions(const BenchFlags& flags) {
 
 int RunEngineBenchCommand(const BenchFlags& flags) {
   auto options = ToBenchOptions(flags);
-  if (!options.ok()) return PrintError(options.status().message(), kExitUsage);
+  if (!options.ok()) return PrintError(options.status().message(), ExitCodeFor(options.status()));
   auto report = bench::RunEngineBench(*options);
   if (!report.ok()) return PrintError(report.status().ToString(), kExitFatal);
   return PrintBenchTables(bench::EngineBenchTables(*report), flags.output);

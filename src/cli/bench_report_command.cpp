@@ -66,10 +66,15 @@ StatusOr<bench::BenchReportOptions> ToOptions(BenchReportFlags flags, const CLI:
   if (!o.simulate) {
     MOGSERVE_ASSIGN_OR_RETURN(o.engine, ToEngineOptions(flags.engine));
   }
-  for (const std::string& name : flags.precisions) {
-    StatusOr<engine::Precision> p = engine::ParsePrecision(name);
-    if (!p.ok()) return InvalidArgument("--precisions: " + p.status().message());
-    o.precisions.push_back(*p);
+  if (o.simulate) {  // simulated engines run any precision
+    for (const std::string& name : flags.precisions) {
+      StatusOr<engine::Precision> p = engine::ParsePrecision(name);
+      if (!p.ok()) return InvalidArgument("--precisions: " + p.status().message());
+      o.precisions.push_back(*p);
+    }
+  } else if (!flags.precisions.empty()) {
+    MOGSERVE_ASSIGN_OR_RETURN(o.precisions, ParsePrecisions(flags.precisions, /*defaulted=*/false,
+                                                            o.engine, "--precisions"));
   }
   if (flags.precisions.empty() && !o.simulate && app.count("--precision") > 0) {
     o.precisions = {o.engine.precision};
@@ -85,7 +90,7 @@ int RunBenchReport(const BenchReportFlags& flags, const CLI::App& app) {
   StatusOr<bench::BenchReportOptions> options = ToOptions(flags, app);
   if (!options.ok()) {
     std::cerr << "error: " << options.status().message() << "\n";
-    return options.status().code() == StatusCode::kNotFound ? kExitFatal : kExitUsage;
+    return options.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
   }
   std::error_code ec;
   std::filesystem::create_directories(flags.out, ec);

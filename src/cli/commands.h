@@ -78,6 +78,15 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const EngineFlags& flags);
 // Copies the flags into the options the serving stack takes (api/serving_stack.h).
 void ApplyEngineFlags(const EngineFlags& flags, DetectorOptions* options);
 
+// A benchmark's precision list (`flag`: "--precisions"): each name parsed, "auto" resolved for
+// `engine`'s device and calibration. A precision this CPU cannot run is an Unsupported error
+// naming what it lacks when the user named it, and left out with a note on stderr when it came
+// from `defaulted` (the command's own defaults), so a benchmark runs on any CPU.
+StatusOr<std::vector<engine::Precision>> ParsePrecisions(const std::vector<std::string>& names,
+                                                         bool defaulted,
+                                                         const engine::EngineOptions& engine,
+                                                         const std::string& flag);
+
 // The engine the flags describe and `instances` - 1 more sharing its weights (one worker thread
 // each in a pipeline); 0 instances: engine::DefaultInstances of the device (1 cpu, 2 cuda). On
 // failure, prints "error: ..." to stderr and returns the exit code (kExitUsage for a bad flag,

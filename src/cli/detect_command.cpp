@@ -224,6 +224,10 @@ int RunDetect(const DetectFlags& flags) {
     auto opened = api::DetectorBuilder::Open(ToDetectorOptions(flags), DetectOptionNames());
     if (!opened.ok()) return StartupError(opened.status());
     detector = std::move(opened).value();
+    const DetectorInfo& info = detector->info();
+    if (!info.precision_choice.empty() && !flags.quiet) {
+      std::cerr << "precision auto: " << info.precision_choice << "\n";
+    }
   }
   OutputFile output(flags.job.output);
   if (!output.ok()) return kExitUsage;

@@ -108,12 +108,12 @@ void PrintSummary(const video::StreamIngest& s, const std::string& id) {
   const std::string decoder = s.status().decoder;
   std::fprintf(stderr,
                "stream %s (%s, decoder %s): %lld frames decoded, %lld dropped to catch up, %lld "
-               "corrupt, %lld sampled out, %lld detected, %lld superseded, %lld expired, %lld "
-               "failed\n",
+               "corrupt, %lld sampled out, %lld submitted: %lld detected, %lld superseded, %lld "
+               "expired, %lld failed\n",
                id.c_str(), s.display_url().c_str(), decoder.empty() ? "none" : decoder.c_str(),
                static_cast<long long>(c.decoded), static_cast<long long>(c.dropped_catchup),
                static_cast<long long>(c.corrupt), static_cast<long long>(c.sampled_out),
-               static_cast<long long>(c.detected), static_cast<long long>(c.superseded),
+               static_cast<long long>(c.submitted), static_cast<long long>(c.detected), static_cast<long long>(c.superseded),
                static_cast<long long>(c.expired), static_cast<long long>(c.failed));
 }
 

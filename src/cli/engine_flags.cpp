@@ -26,8 +26,10 @@ void AddEngineFlags(CLI::App& app, EngineFlags& flags) {
                  "to run or benchmark without a checkpoint");
   app.add_option("--seed", flags.seed, "Seed of --synthetic-weights")->capture_default_str();
   app.add_option("--precision", flags.precision,
-                 "fp32, bf16 or int8 on cpu (bf16 is fast on CPUs with AVX512-BF16 or AMX, int8 "
-                 "with VNNI; int8 needs --calibration); fp16 and tf32 need --device cuda")
+                 "fp32, bf16, int8 or auto on cpu (bf16 needs AVX-512 and is fast with "
+                 "AVX512-BF16 or AMX; int8 needs --calibration, the SSD's is built in, and is "
+                 "fast with VNNI; auto picks int8 where calibrated, else bf16 on CPUs with BF16 "
+                 "in hardware, else fp32); fp32, tf32, fp16, bf16 or auto (fp16) on cuda")
       ->capture_default_str();
   app.add_option("--calibration", flags.calibration,
                  "int8: activation scales written by 'mogserve calibrate' for this model "
@@ -71,6 +73,34 @@ void ApplyEngineFlags(const EngineFlags& flags, DetectorOptions* o) {
   o->cudnn_workspace_mb = flags.cudnn_workspace_mb;
   o->cudnn_autotune = flags.cudnn_autotune;
   o->max_graphs = flags.max_graphs;
+}
+
+StatusOr<std::vector<engine::Precision>> ParsePrecisions(const std::vector<std::string>& names,
+                                                         bool defaulted,
+                                                         const engine::EngineOptions& engine,
+                                                         const std::string& flag) {
+  MOGSERVE_ASSIGN_OR_RETURN(const engine::DeviceSpec device, engine::ParseDevice(engine.device));
+  std::vector<engine::Precision> out;
+  for (const std::string& name : names) {
+    engine::Precision precision;
+    if (name == "auto") {
+      precision = engine::ChooseAutoPrecision(device, !engine.calibration.empty()).precision;
+    } else {
+      StatusOr<engine::Precision> parsed = engine::ParsePrecision(name);
+      if (!parsed.ok()) return InvalidArgument(flag + ": " + parsed.status().message() + ", auto");
+      precision = *parsed;
+    }
+    if (device.backend == "cpu") {
+      const Status runs = engine::CheckCpuRunsPrecision(precision);
+      if (!runs.ok() && defaulted && runs.code() == StatusCode::kUnsupported) {
+        std::cerr << "note: " << name << " left out: " << runs.message() << "\n";
+        continue;
+      }
+      if (!runs.ok()) return Status(runs.code(), flag + ": " + runs.message());
+    }
+    out.push_back(precision);
+  }
+  return out;
 }
 
 StatusOr<engine::EngineOptions> ToEngineOptions(const EngineFlags& flags) {

@@ -6,8 +6,11 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "common/cpu_info.h"
 
 int main(int argc, char** argv) {
+  // MOGSERVE_CPU_ISA (an older CPU emulated) reaches oneDNN and ATen before anything runs.
+  mogserve::ApplyCpuIsaCapToLibraries();
   // Logs go to stderr: stdout carries the data (detect's JSON lines, bench tables, eval reports).
   spdlog::set_default_logger(std::make_shared<spdlog::logger>(
       "", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));

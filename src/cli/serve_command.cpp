@@ -166,6 +166,10 @@ int RunServe(const ServeFlags& flags) {
     return Fail(streams.status());
   }
   spdlog::info("model: {} ({})", model.info.Describe(), model.info.weights);
+  spdlog::info("cpu: {}", model.info.DescribeCpu());
+  if (!model.info.precision_choice.empty()) {
+    spdlog::info("precision auto: {}", model.info.precision_choice);
+  }
   spdlog::info("instances: {}, decode threads: {}, scheduler: {}", model.instances,
                started->preprocess_threads, model.scheduler);
   spdlog::info("input: {}", model.input_policy);

@@ -19,6 +19,7 @@ struct ConvPeak {
 // native BF16 support measures oneDNN's emulation. int8: the INT8 engine's quantized convolution
 // (uint8 activations, per-channel int8 weights, requantised uint8 output); its rate counts 2
 // integer operations per multiply-accumulate (GOP/s, comparable with the GFLOP/s).
-ConvPeak MeasureConv3x3Peak(double seconds, Precision precision = Precision::kFp32);
+// A failure inside LibTorch (a precision this CPU cannot run) is an Internal status naming it.
+StatusOr<ConvPeak> MeasureConv3x3Peak(double seconds, Precision precision = Precision::kFp32);
 
 }  // namespace mogserve::engine

@@ -42,6 +42,19 @@ struct DeviceSpec {
 // InvalidArgument naming the text and the allowed forms ("cpu", "cuda", "cuda:N").
 StatusOr<DeviceSpec> ParseDevice(std::string_view text);
 
+// What `--precision auto` runs on a device: the fastest precision the hardware runs natively
+// whose accuracy was measured close to FP32 (docs/ACCURACY.md). cpu: calibrated INT8 when the
+// model has activation scales (2.4x FP32 for the SSD on AVX-512-VNNI; faster than FP32 on AVX2
+// too), else BF16 where the CPU has it in hardware (AVX512-BF16 or AMX), else FP32. cuda: FP16.
+struct PrecisionChoice {
+  Precision precision = Precision::kFp32;
+  std::string why;  // "int8: calibrated activation scales, avx512_vnni"
+};
+PrecisionChoice ChooseAutoPrecision(const DeviceSpec& device, bool has_calibration);
+// Whether this process's CPU runs `precision` (HostCpu()); Unsupported naming what the CPU lacks
+// and what to use instead when it does not. fp16/tf32 are not CPU precisions (InvalidArgument).
+Status CheckCpuRunsPrecision(Precision precision);
+
 // Options of the CPU backend only (LibTorch/oneDNN). Threads and the allocator are process-wide:
 // the first CPU engine of a process sets them (see CreateEngine).
 struct CpuBackendOptions {
@@ -73,6 +86,7 @@ struct EngineOptions {
   uint64_t synthetic_seed = 1;
   // cpu: fp32, bf16, int8; cuda: fp32, tf32, fp16, bf16.
   Precision precision = Precision::kFp32;
+  std::string precision_choice;  // why `--precision auto` chose it (EngineInfo); "" when named
   // int8: the activation scales file `mogserve calibrate` wrote for this model (required).
   std::string calibration;
   // int8: which convolutions stay FP32 (the rest run INT8). kFirstAndHeads keeps the first
@@ -125,6 +139,14 @@ struct EngineInfo {
   std::string weights;        // the file, "synthetic (seed 1)", or the SSD folder
   std::string device;         // "cpu", "cuda:0"
   std::string precision;      // "fp32", "bf16", ...
+  // Why `--precision auto` chose `precision` ("" when it was asked for by name).
+  std::string precision_choice;
+  // The host CPU (HostCpu()): its brand string, its instruction sets as lscpu spells them, its
+  // oneDNN ISA level, and the cap applied ("" when none).
+  std::string cpu_model;
+  std::vector<std::string> cpu_features;
+  std::string cpu_isa;
+  std::string cpu_cap;
   bool channels_last = true;  // CPU backend
   int threads = 1;            // CPU backend: the process's intra-op threads
   // The model's own input geometry: SSD takes a fixed square (fixed_side); MogFace takes any
@@ -134,6 +156,8 @@ struct EngineInfo {
 
   // "mogface r101 on cpu, bf16, channels-last, 2 threads"; "mogface r101 on cuda:0, fp16, NHWC"
   std::string Describe() const;
+  // "AMD EPYC 7571 (avx2): sse4_1 avx avx2 fma f16c", " (capped at avx2 by MOGSERVE_CPU_ISA)"
+  std::string DescribeCpu() const;
 };
 
 // The engine's memory (CPU backend: the caching allocator's counters, process-wide).

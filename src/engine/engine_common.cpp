@@ -2,6 +2,7 @@
 // and CreateEngine: check the options, load the model, hand it to the device's backend.
 #include <algorithm>
 
+#include "common/cpu_info.h"
 #include "common/enum_names.h"
 #include "engine/cpu_backend.h"
 #include "engine/cuda_backend.h"
@@ -57,6 +58,46 @@ StatusOr<DeviceSpec> ParseDevice(std::string_view text) {
   return InvalidArgument("device '" + std::string(text) + "' is not known" + allowed);
 }
 
+PrecisionChoice ChooseAutoPrecision(const DeviceSpec& device, bool has_calibration) {
+  if (device.backend == "cuda") return {Precision::kFp16, "fp16: tensor cores on the GPU"};
+  const CpuFeatures& cpu = HostCpu();
+  if (has_calibration) {
+    return {Precision::kInt8,
+            std::string("int8: calibrated activation scales, ") +
+                (cpu.amx_int8      ? "AMX INT8"
+                 : cpu.avx512_vnni ? "AVX512-VNNI"
+                 : cpu.avx_vnni    ? "AVX-VNNI"
+                                   : "no VNNI (oneDNN's AVX2 INT8 kernels)")};
+  }
+  if (cpu.NativeBf16()) {
+    return {Precision::kBf16, std::string("bf16: no INT8 calibration for this model; ") +
+                                  (cpu.amx_bf16 ? "AMX BF16" : "AVX512-BF16")};
+  }
+  return {Precision::kFp32,
+          "fp32: no INT8 calibration for this model and no BF16 in hardware (" +
+              std::string(cpu.RunsBf16() ? "AVX-512 without AVX512-BF16 emulates it, slower"
+                                         : "no AVX-512") +
+              ")"};
+}
+
+Status CheckCpuRunsPrecision(Precision precision) {
+  if (precision == Precision::kFp16 || precision == Precision::kTf32) {
+    return InvalidArgument(std::string("precision '") + PrecisionName(precision) +
+                           "' is not available on cpu (allowed: fp32, bf16, int8, auto); it "
+                           "needs the CUDA backend (--device cuda)");
+  }
+  const CpuFeatures& cpu = HostCpu();
+  if (precision == Precision::kBf16 && !cpu.RunsBf16()) {
+    return Unsupported(
+        "precision bf16 needs a CPU with AVX-512 (LibTorch's oneDNN BF16 convolution uses "
+        "avx512bw, avx512vl and avx512dq); this CPU lacks " +
+        cpu.MissingForBf16() + " (it has: " + cpu.Describe() +
+        "); use --precision fp32, int8 (calibrated, fast on this CPU too), or auto (picks the "
+        "fastest this CPU runs)");
+  }
+  return Status::Ok();
+}
+
 std::string EngineInfo::Describe() const {
   std::string text = model;
   if (!variant.empty()) text += " " + variant;
@@ -67,17 +108,19 @@ std::string EngineInfo::Describe() const {
          (threads == 1 ? " thread" : " threads");
 }
 
+std::string EngineInfo::DescribeCpu() const {
+  std::string text = (cpu_model.empty() ? std::string("CPU") : cpu_model) + " (" + cpu_isa + "):";
+  for (const std::string& f : cpu_features) text += " " + f;
+  if (!cpu_cap.empty()) text += " (capped at " + cpu_cap + ")";
+  return text;
+}
+
 namespace {
 
 // What the CPU backend runs, checked before the (slow) model load.
 Status CheckCpuOptions(const EngineOptions& options, const DeviceSpec&) {
   if (options.cpu.threads < 0) return InvalidArgument("threads must be >= 0");
-  if (options.precision == Precision::kFp16 || options.precision == Precision::kTf32) {
-    return InvalidArgument(
-        std::string("precision '") + PrecisionName(options.precision) +
-        "' is not available on cpu (allowed: fp32, bf16, int8); it needs the CUDA "
-        "backend (--device cuda)");
-  }
+  MOGSERVE_RETURN_IF_ERROR(CheckCpuRunsPrecision(options.precision));
   if (options.precision == Precision::kInt8 && options.calibration.empty()) {
     return InvalidArgument(
         "precision int8 needs activation scales: pass --calibration FILE, a file written by "
@@ -153,6 +196,12 @@ StatusOr<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options) {
   EngineInfo info;
   info.device = device.ToString();
   info.precision = PrecisionName(options.precision);
+  info.precision_choice = options.precision_choice;
+  const CpuFeatures& cpu = HostCpu();
+  info.cpu_model = cpu.model_name;
+  info.cpu_features = cpu.Names();
+  info.cpu_isa = IsaLevelName(cpu.Level());
+  info.cpu_cap = cpu.cap;
   MOGSERVE_ASSIGN_OR_RETURN(std::shared_ptr<const model::FaceModel> model,
                             LoadFaceModel(options, &info.weights));
   info.model = model->name();

@@ -21,6 +21,8 @@
 #include "mogserve/mogserve.h"
 #include "scheduler/scheduler_config.h"
 
+#include "common/cpu_info.h"
+
 namespace mogserve {
 namespace {
 
@@ -106,6 +108,9 @@ TEST_F(DetectorTest, InfoDescribesTheSsd) {
   EXPECT_EQ(info.model, "ssd-mobilenetv1");
   EXPECT_EQ(info.device, "cpu");
   EXPECT_EQ(info.precision, "fp32");
+  EXPECT_EQ(info.precision_choice, "") << "named, not chosen by auto";
+  EXPECT_EQ(info.cpu_isa, IsaLevelName(HostCpu().Level()));
+  EXPECT_NE(info.cpu.find(HostCpu().Describe().substr(0, 10)), std::string::npos) << info.cpu;
   EXPECT_EQ(info.instances, 1);
   EXPECT_EQ(info.input_width, 512);
   EXPECT_EQ(info.input_height, 512);
@@ -418,7 +423,7 @@ TEST(DetectorOpen, BadOptionsNameTheOptionAndTheAllowedValues) {
       {[](DetectorOptions& o) { o.model = "yolo"; }, StatusCode::kInvalidArgument,
        "model: model 'yolo' is not known; allowed: ssd, mogface"},
       {[](DetectorOptions& o) { o.precision = "int4"; }, StatusCode::kInvalidArgument,
-       "precision: precision 'int4' is not known; allowed: fp32, bf16, fp16, tf32, int8"},
+       "precision: precision 'int4' is not known; allowed: fp32, bf16, fp16, tf32, int8, auto"},
       {[](DetectorOptions& o) { o.device = "tpu"; }, StatusCode::kInvalidArgument,
        "device: device 'tpu'"},
       {[](DetectorOptions& o) { o.scheduler = "fifo"; }, StatusCode::kInvalidArgument,
@@ -451,7 +456,12 @@ TEST(DetectorOpen, BadOptionsNameTheOptionAndTheAllowedValues) {
       {[](DetectorOptions& o) { o.model_dir = "/nonexistent/ssd"; }, StatusCode::kNotFound,
        "/nonexistent/ssd"},
   };
-  for (const Case& c : cases) {
+  std::vector<Case> all = cases;
+  if (!HostCpu().RunsBf16()) {  // a CPU without AVX-512 (or MOGSERVE_CPU_ISA=avx2)
+    all.push_back({[](DetectorOptions& o) { o.precision = "bf16"; }, StatusCode::kUnsupported,
+                   "precision bf16 needs a CPU with AVX-512"});
+  }
+  for (const Case& c : all) {
     DetectorOptions options = TestOptions();
     c.change(options);
     auto opened = Detector::Open(options);

@@ -34,6 +34,8 @@ function(mogserve_add_test target)
   add_executable(${target} ${T_SOURCES})
   target_compile_options(${target} PRIVATE ${MOGSERVE_WARNINGS})
   target_link_libraries(${target} PRIVATE ${T_LIBS} GTest::gtest_main)
+  # tests/ itself: the header-only helpers in tests/support/ (cpu_skip.h).
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   if(T_DEFINITIONS)
     target_compile_definitions(${target} PRIVATE ${T_DEFINITIONS})
   endif()

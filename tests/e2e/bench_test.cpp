@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "common/cpu_info.h"
 #include "e2e_support.h"
+#include "support/cpu_skip.h"
 
 namespace mogserve::e2e {
 namespace {
@@ -48,30 +50,42 @@ TEST(BenchE2E, EngineBenchWritesConsistentJsonAndMarkdown) {
     EXPECT_GT(row.at("gflops").get<double>(), 0.0);
     EXPECT_NEAR(row.at("fraction_of_peak").get<double>(),
                 row.at("gflops").get<double>() / report["peak_gflops"].get<double>(), 1e-9);
+    // And against the machine's own FP32 peak (the FMA loop), not LibTorch's convolution.
+    EXPECT_NEAR(row.at("fraction_of_machine_peak").get<double>(),
+                row.at("gflops").get<double>() / report["machine_fp32_peak_gflops"].get<double>(),
+                1e-9);
   }
   EXPECT_EQ(batches, (std::set<int>{1, 2}));
+  EXPECT_GT(report.value("machine_fp32_peak_gflops", 0.0), 0.0);
+  EXPECT_EQ(report.value("cpu", "").rfind(IsaLevelName(HostCpu().Level()), 0), 0u)
+      << "the CPU's ISA level first: " << report.value("cpu", "");
   EXPECT_EQ(report["rows"].size(), 2u) << "--default-only measures one variant";
 
   const std::string markdown = ReadText(markdown_path);
   EXPECT_NE(markdown.find("| variant | precision | batch | mean ms"), std::string::npos)
       << markdown;
-  EXPECT_NE(markdown.find("% of its peak"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("% of its conv peak"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("% of FP32 machine peak"), std::string::npos) << markdown;
   EXPECT_NE(markdown.find("|---|"), std::string::npos) << markdown;
   EXPECT_EQ(r.out, markdown) << "the table is also printed on stdout";
 }
 
 // The SSD at FP32, BF16 and INT8 in one run (the build's calibration): one row each, each rated
-// against its own precision's measured 3x3-conv peak.
+// against its own precision's measured 3x3-conv peak. BF16 only where the CPU runs it.
 TEST(BenchE2E, SsdEngineBenchMeasuresEachPrecisionAgainstItsOwnPeak) {
   TempDir tmp;
   const std::string json_path = tmp / "bench.json";
+  const bool bf16 = ::mogserve::testing::NoBf16Reason().empty();
+  const std::vector<std::string> want =
+      bf16 ? std::vector<std::string>{"fp32", "bf16", "int8"}
+           : std::vector<std::string>{"fp32", "int8"};
   const ProcessResult r = RunMogserve(
       {"bench", "engine", "--model-dir", TestModelDir(), "--batch-sizes", "1", "--iterations",
-       "1", "--min-seconds", "0", "--default-only", "--precisions", "fp32,bf16,int8", "--json",
-       json_path});
+       "1", "--min-seconds", "0", "--default-only", "--precisions",
+       bf16 ? "fp32,bf16,int8" : "fp32,int8", "--json", json_path});
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
   const nlohmann::json report = nlohmann::json::parse(ReadText(json_path));
-  ASSERT_EQ(report["rows"].size(), 3u) << report.dump(2);
+  ASSERT_EQ(report["rows"].size(), want.size()) << report.dump(2);
   std::vector<std::string> seen;
   for (const nlohmann::json& row : report["rows"]) {
     SCOPED_TRACE(row.dump());
@@ -83,7 +97,7 @@ TEST(BenchE2E, SsdEngineBenchMeasuresEachPrecisionAgainstItsOwnPeak) {
     EXPECT_NEAR(row.at("fraction_of_peak").get<double>(), row.at("gflops").get<double>() / peak,
                 1e-9);
   }
-  EXPECT_EQ(seen, (std::vector<std::string>{"fp32", "bf16", "int8"}));
+  EXPECT_EQ(seen, want);
   EXPECT_NE(r.out.find("| channels-last, caching allocator | int8 | 1 |"), std::string::npos)
       << r.out;
 }
@@ -126,6 +140,7 @@ ProcessOptions SlowRun() {
 
 // Every row measured, with positive numbers and the ratio to the reference.
 TEST(BenchE2E, MogFaceBenchComparesWithTheReference) {
+  MOGSERVE_SKIP_WITHOUT_BF16();
   TempDir tmp;
   std::vector<std::string> args = TinyMogFaceBench(tmp, "fp32,bf16");
   args.insert(args.end(), {"--reference", "--reference-script", ReferenceScript()});
@@ -184,6 +199,35 @@ TEST(BenchE2E, MogFaceBenchContinuesWithoutTheReference) {
   ASSERT_EQ(report.at("rows").size(), 1u);
   EXPECT_GT(report["rows"][0].at("gflops").get<double>(), 0.0);
   EXPECT_FALSE(report["rows"][0].contains("reference"));
+}
+
+// A CPU without AVX-512 (emulated: MOGSERVE_CPU_ISA=avx2): bf16 named by the user is refused
+// with what the CPU lacks (exit 3), never an abort; bf16 from the defaults is left out with a
+// note and the rest measured.
+TEST(BenchE2E, Bf16OnAnAvx2CpuIsRefusedOrLeftOutNeverAnAbort) {
+  TempDir tmp;
+  ProcessOptions avx2 = SlowRun();
+  avx2.env = {{"MOGSERVE_CPU_ISA", "avx2"}};
+  const ProcessResult named = RunMogserve(TinyMogFaceBench(tmp, "fp32,bf16"), avx2);
+  EXPECT_EQ(named.exit_code, 3) << named.Describe();
+  EXPECT_NE(named.err.find("--precisions: precision bf16 needs a CPU with AVX-512"),
+            std::string::npos)
+      << named.err;
+  EXPECT_NE(named.err.find("avx512bw avx512vl avx512dq"), std::string::npos) << named.err;
+  EXPECT_EQ(named.err.find("terminate"), std::string::npos) << named.err;
+  std::vector<std::string> defaults = TinyMogFaceBench(tmp, "");
+  defaults.erase(defaults.begin() + 10, defaults.begin() + 12);  // no --precisions
+  const ProcessResult left_out = RunMogserve(defaults, avx2);
+  ASSERT_EQ(left_out.exit_code, 0) << left_out.Describe();
+  EXPECT_NE(left_out.err.find("note: bf16 left out: precision bf16 needs"), std::string::npos)
+      << left_out.err;
+  const nlohmann::json report = nlohmann::json::parse(ReadText(tmp / "bench.json"));
+  ASSERT_EQ(report.at("rows").size(), 1u) << report.dump(2);
+  EXPECT_EQ(report["rows"][0].at("precision"), "fp32");
+  EXPECT_NE(report.at("cpu").get<std::string>().find("capped at avx2 by MOGSERVE_CPU_ISA"),
+            std::string::npos)
+      << report.at("cpu");
+  EXPECT_EQ(report.at("machine_peak_isa"), "avx2+fma");
 }
 
 TEST(BenchE2E, MogFaceOnlyFlagsAreRefusedForSsd) {

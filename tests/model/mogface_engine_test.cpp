@@ -22,6 +22,8 @@
 #include "model_test_util.h"
 #include "pipeline/shape_buckets.h"
 
+#include "common/cpu_info.h"
+
 namespace mogserve::engine {
 namespace {
 
@@ -131,15 +133,20 @@ TEST(MogFaceEngineTest, CreateErrorsNameTheProblem) {
 }
 
 TEST(MogFaceEngineTest, InfoDefaultsAndMacs) {
-  auto engine = MustCreate(SyntheticOptions("r50", Precision::kBf16));
+  // BF16 where the CPU runs it, else FP32 (the info does not depend on it).
+  const Precision precision = HostCpu().RunsBf16() ? Precision::kBf16 : Precision::kFp32;
+  const std::string name = PrecisionName(precision);
+  auto engine = MustCreate(SyntheticOptions("r50", precision));
   ASSERT_NE(engine, nullptr);
   const EngineInfo& info = engine->info();
   EXPECT_EQ(info.model, "mogface");
   EXPECT_EQ(info.variant, "r50");
-  EXPECT_EQ(info.precision, "bf16");
+  EXPECT_EQ(info.precision, name);
   EXPECT_EQ(info.multiple, 32);
   EXPECT_EQ(info.fixed_side, 0);
-  EXPECT_THAT(info.Describe(), HasSubstr("mogface r50 on cpu, bf16"));
+  EXPECT_THAT(info.Describe(), HasSubstr("mogface r50 on cpu, " + name));
+  EXPECT_EQ(info.cpu_isa, IsaLevelName(HostCpu().Level()));
+  EXPECT_EQ(info.cpu_features, HostCpu().Names());
   const DetectOptions d = engine->default_detect_options();
   EXPECT_FLOAT_EQ(d.score_threshold, 0.82f);  // ModelScope's (spec §7)
   EXPECT_EQ(d.top_k, 5000);

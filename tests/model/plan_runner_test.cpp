@@ -20,6 +20,7 @@
 #include "model/reference/reference_executor.h"
 #include "model/ssd_model.h"
 #include "model_test_util.h"
+#include "support/cpu_skip.h"
 
 namespace mogserve::engine::torch_backend {
 namespace {
@@ -143,6 +144,7 @@ TEST(PlanRunner, R101BatchLayoutAndPrecisionConsistency) {
   EXPECT_LT(max_diff(plain.scores, both.scores), 1e-4);
   EXPECT_LT(max_diff(plain.boxes, both.boxes), 1e-4);
   // BF16 (8-bit mantissa) through ~120 layers.
+  MOGSERVE_SKIP_WITHOUT_BF16();
   const PlanOutputs low = run(at::kBFloat16, true, x);
   const double conf_diff = max_diff(low.scores, both.scores);
   const double loc_diff = max_diff(low.boxes, both.boxes);

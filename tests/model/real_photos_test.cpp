@@ -17,6 +17,8 @@
 #include "model_test_util.h"
 #include "pipeline/offline_detector.h"
 
+#include "support/cpu_skip.h"
+
 namespace mogserve::pipeline {
 namespace {
 
@@ -49,6 +51,10 @@ void ExpectGroundTruthIsUsable() {
 // One engine per precision, made once for the suite.
 class RealPhotosTest : public ::testing::TestWithParam<engine::Precision> {
  protected:
+  void SetUp() override {
+    if (GetParam() == engine::Precision::kBf16) MOGSERVE_SKIP_WITHOUT_BF16();
+  }
+
   static void TearDownTestSuite() {
     for (auto& [precision, e] : engines_) delete e;
     engines_.clear();

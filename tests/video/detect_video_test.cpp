@@ -27,6 +27,65 @@ std::vector<std::string> DetectVideoArgs(std::vector<std::string> args) {
   return args;
 }
 
+// The same, with the per-stream summary on stderr (no -q): what a live run did with each frame.
+std::vector<std::string> DetectVideoArgsWithSummary(std::vector<std::string> args) {
+  args.insert(args.begin(), {"detect-video", "--model-dir", TestModelDir()});
+  return args;
+}
+
+// One stream's summary line ("... N submitted: N detected, N superseded, N expired, N failed").
+struct StreamSummary {
+  long long submitted = -1, detected = -1, superseded = -1, expired = -1, failed = -1;
+};
+StreamSummary ParseSummary(const std::string& err, const std::string& stream = "0") {
+  StreamSummary s;
+  const size_t at = err.find("stream " + stream + " (");
+  if (at == std::string::npos) {
+    ADD_FAILURE() << "no summary of stream " << stream << " in: " << err;
+    return s;
+  }
+  const size_t colon = err.find("sampled out, ", at);
+  if (colon == std::string::npos ||
+      std::sscanf(err.c_str() + colon,
+                  "sampled out, %lld submitted: %lld detected, %lld superseded, %lld expired, "
+                  "%lld failed",
+                  &s.submitted, &s.detected, &s.superseded, &s.expired, &s.failed) != 5) {
+    ADD_FAILURE() << "unreadable summary: " << err.substr(at, 300);
+  }
+  return s;
+}
+
+// A live run's contract, whatever the machine's speed: every frame submitted ends exactly once
+// (detected = a line out, superseded by a newer frame, or expired), none failed; and it answers
+// at least the frames its engine had time for. That floor comes from the run itself: the mean
+// forward time its lines report (which includes whatever else loads the machine) gives the
+// frames one engine can serve in the stream's `seconds` at `fps`, and 60 % of those must be
+// answered: a frame is superseded only when the next one arrives before it ran, which a machine
+// whose passes take on average less than the frame interval causes on its slow passes alone (an
+// AVX2 machine under ctest -j2 answered 35-39 of 50 with a 40 floor).
+void ExpectLiveContract(const std::vector<nlohmann::json>& lines, const StreamSummary& s,
+                        double seconds, double fps) {
+  EXPECT_EQ(s.failed, 0);
+  EXPECT_EQ(s.detected + s.superseded + s.expired, s.submitted);
+  EXPECT_EQ(static_cast<long long>(lines.size()), s.detected);
+  EXPECT_LE(s.submitted, static_cast<long long>(seconds * fps));
+  double inference_ms = 0;
+  for (const nlohmann::json& line : lines) {
+    inference_ms += line.at("latency_ms").at("inference").get<double>();
+  }
+  if (lines.empty()) {
+    ADD_FAILURE() << "no frame answered";
+    return;
+  }
+  const double per_frame_s = std::max(inference_ms / lines.size() / 1000, 1 / fps);
+  const double floor = 0.6 * seconds / per_frame_s;
+  std::printf("live: %lld submitted, %zu detected (floor %.1f at %.0f ms a forward pass), %lld "
+              "superseded, %lld expired\n",
+              s.submitted, lines.size(), floor, inference_ms / lines.size(), s.superseded,
+              s.expired);
+  EXPECT_GE(static_cast<double>(lines.size()), floor);
+}
+
 // The clip's content (make_clip.sh) as the SSD sees it at its default threshold: frames 0-99
 // hold sample1.jpg's 3 faces and Grace Hopper, 100-199 sample4.jpg's 4 (one may leave the
 // panning view) and Grace Hopper, 200-249 a coffee cup. Grace Hopper's face moves right by 4 px
@@ -283,13 +342,12 @@ TEST_P(LiveSourceTest, GivesTheClipsFacesOnTheirFrames) {
   }
   ASSERT_TRUE(video::testing::IsListening(port)) << "ffmpeg does not listen on " << port;
   const ProcessResult r =
-      RunMogserve(DetectVideoArgs({WithPort(source.url, port), "--detect-fps", "5"}));
+      RunMogserve(DetectVideoArgsWithSummary({WithPort(source.url, port), "--detect-fps", "5"}));
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
   const std::vector<nlohmann::json> lines = ParseJsonLines(r.out);
-  // Paced at 25 fps, sampled at 5: 50 frames, of which a loaded machine may lose a few to
-  // supersession; each one that is there must be right.
-  EXPECT_GE(lines.size(), 40u);
-  EXPECT_LE(lines.size(), 50u);
+  // Paced at 25 fps, sampled at 5: 50 frames in 10 s, of which a loaded machine may lose some
+  // to supersession (as many as its speed explains); each one that is there must be right.
+  ExpectLiveContract(lines, ParseSummary(r.err), 10, 5);
   int previous = -1;
   for (const nlohmann::json& line : lines) {
     const int frame = line.at("frame");
@@ -328,9 +386,10 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(DetectVideo, UdpMpegTsGivesTheClipsFacesOnTheirFrames) {
   const int port = video::testing::ClosedTcpPort();
   ChildProcess reader;
-  ASSERT_TRUE(reader.Start(
-      MogserveBinary(), DetectVideoArgs({"udp://127.0.0.1:" + std::to_string(port), "--detect-fps",
-                                         "5", "--io-timeout", "3", "--open-timeout", "60"})));
+  ASSERT_TRUE(reader.Start(MogserveBinary(), DetectVideoArgsWithSummary(
+                                                 {"udp://127.0.0.1:" + std::to_string(port),
+                                                  "--detect-fps", "5", "--io-timeout", "3",
+                                                  "--open-timeout", "60"})));
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!video::testing::IsBoundUdp(port) && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(milliseconds(20));
@@ -344,16 +403,18 @@ TEST(DetectVideo, UdpMpegTsGivesTheClipsFacesOnTheirFrames) {
   const ProcessResult r = reader.Wait(std::chrono::seconds(60));
   EXPECT_EQ(r.exit_code, 1) << r.Describe();
   EXPECT_TRUE(Contains(r.err, "stream 0: timeout")) << r.err;
-  int frames = 0, previous = -1;
+  int previous = -1;
+  std::vector<nlohmann::json> frames;
   for (const nlohmann::json& line : ParseJsonLines(r.out)) {
     if (line.contains("error")) continue;
     const int frame = line.at("frame");
     EXPECT_GT(frame, previous);
     previous = frame;
     ExpectClipFrame(line);
-    ++frames;
+    frames.push_back(line);
   }
-  EXPECT_GE(frames, 40);  // 50 at 5 fps; a loaded machine may lose a few
+  // 50 at 5 fps; a loaded machine may lose some to supersession, as many as its speed explains.
+  ExpectLiveContract(frames, ParseSummary(r.err), 10, 5);
 }
 
 // RTSP pull from a real RTSP server (GstRtspServer, tests/video/rtsp_server.py) publishing the

@@ -35,8 +35,8 @@ AllocatorStats GetAllocatorStats() {
 }
 void ResetPeakAllocatorStats() {}
 
-ConvPeak MeasureConv3x3Peak(double, Precision) {
-  return {};
+StatusOr<ConvPeak> MeasureConv3x3Peak(double, Precision) {
+  return ConvPeak{};
 }
 
 std::string TorchVersion() {

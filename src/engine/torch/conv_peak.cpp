@@ -12,7 +12,9 @@
 
 namespace mogserve::engine {
 
-ConvPeak MeasureConv3x3Peak(double seconds, Precision precision) {
+namespace {
+
+ConvPeak TimeConv3x3(double seconds, Precision precision) {
   c10::InferenceMode inference_mode;
   constexpr int64_t kChannels = 512, kSide = 32;
   const at::ScalarType dtype = precision == Precision::kBf16 ? at::kBFloat16 : at::kFloat;
@@ -67,6 +69,18 @@ ConvPeak MeasureConv3x3Peak(double seconds, Precision precision) {
     } while (std::chrono::steady_clock::now() < deadline);
   }
   return best;
+}
+
+}  // namespace
+
+StatusOr<ConvPeak> MeasureConv3x3Peak(double seconds, Precision precision) {
+  MOGSERVE_RETURN_IF_ERROR(CheckCpuRunsPrecision(precision));
+  try {
+    return TimeConv3x3(seconds, precision);
+  } catch (const c10::Error& e) {
+    return Internal(std::string("the ") + PrecisionName(precision) +
+                    " 3x3 convolution peak failed in LibTorch: " + e.what_without_backtrace());
+  }
 }
 
 }  // namespace mogserve::engine

@@ -31,6 +31,7 @@ Status InitCpuBackend(const CpuBackendOptions& options, int* threads) {
   const int wanted = options.threads > 0 ? options.threads : AvailableCores();
   std::lock_guard<std::mutex> lock(mu);
   if (process_threads == 0) {
+    ApplyCpuIsaCapToLibraries();  // before oneDNN and ATen pick their kernels
     at::set_num_threads(wanted);
     process_threads = wanted;
   } else if (wanted != process_threads) {
