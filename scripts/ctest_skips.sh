@@ -7,15 +7,16 @@ BUILD_DIR="$1"
 TITLE="${2:-ctest}"
 LOG="$BUILD_DIR/Testing/Temporary/LastTest.log"
 [ -f "$LOG" ] || { echo "test: $TITLE: no ctest log in $BUILD_DIR" >&2; exit 0; }
-# Each test's block starts with "N/M Testing: NAME" and ends with "Test Passed."/"Test Failed."/
-# "Test Skipped." lines; gtest prints "<file>:<line>: Skipped" and then the message.
+# Each test's block starts with "N/M Testing: NAME"; gtest prints "<file>:<line>: Skipped" and
+# the message on the next line; ctest marks the skip with "Skip regular expression found".
 awk -v title="$TITLE" '
   /^[0-9]+\/[0-9]+ Testing: / { name = $3; reason = ""; grab = 0; next }
-  grab == 1 && NF > 0 && reason == "" { reason = $0; grab = 0 }
+  grab == 1 { if (reason == "") reason = $0; grab = 0 }
   /: Skipped$/ { grab = 1 }
-  /^\[  SKIPPED \]/ && reason == "" { reason = "(no reason printed)" }
-  /^Test Skipped\./ || /Skipped$/ && /^Test/ { }
-  /^Test Skipped/ { skipped[name] = reason; order[++n] = name }
+  /^Skip regular expression found/ {
+    order[++n] = name
+    skipped[name] = reason == "" ? "(no reason printed)" : reason
+  }
   END {
     if (n == 0) { printf "test: %s: no test skipped\n", title; exit }
     printf "test: %s: %d skipped:\n", title, n
