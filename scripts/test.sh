@@ -56,6 +56,7 @@ cmake -S "$ROOT" -B "$SAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 cmake --build "$SAN_DIR" -j "${MOGSERVE_JOBS:-2}" --target common_tests image_tests scheduler_tests server_tests \
   pipeline_tests video_tests
 (cd "$SAN_DIR" && ctest --output-on-failure -j 2 -L unit)
+SKIPS+=("$("$ROOT/scripts/ctest_skips.sh" "$SAN_DIR" "ASan/UBSan")")
 
 TSAN_DIR="$ROOT/build-tsan"
 cmake -S "$ROOT" -B "$TSAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -63,6 +64,7 @@ cmake -S "$ROOT" -B "$TSAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 cmake --build "$TSAN_DIR" -j "${MOGSERVE_JOBS:-2}" --target pipeline_tests scheduler_tests \
   server_tests video_tests
 (cd "$TSAN_DIR" && ctest --output-on-failure -j 2 -L unit)
+SKIPS+=("$("$ROOT/scripts/ctest_skips.sh" "$TSAN_DIR" "TSan")")
 
 FUZZ_DIR="$ROOT/build-fuzz"
 CXX=clang++ cmake -S "$ROOT" -B "$FUZZ_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -85,6 +87,7 @@ cmake -S "$ROOT" -B "$NOTORCH_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DMOGSERVE_WITH_TORCH=OFF -DMOGSERVE_WITH_CUDA=OFF >/dev/null
 cmake --build "$NOTORCH_DIR" -j "${MOGSERVE_JOBS:-2}"
 (cd "$NOTORCH_DIR" && ctest --output-on-failure -j 2 -E 'mogface_golden_setup|Parity')
+SKIPS+=("$("$ROOT/scripts/ctest_skips.sh" "$NOTORCH_DIR" "without LibTorch")")
 
 # Step 6 needs nvcc, cudnn.h and libcudnn; without them it is skipped, never failed. The cuDNN
 # prefix found here is handed to CMake (CUDNN_ROOT), so both always agree: CI's nvcc is a wrapper

@@ -7,6 +7,7 @@
 
 #include <regex>
 
+#include "common/cpu_info.h"
 #include "image/decode.h"
 #include "serve_support.h"
 
@@ -120,6 +121,12 @@ TEST_F(ServeApiTest, HealthReadinessModelsStatsAndMetricsEndpoints) {
     EXPECT_TRUE(Contains(m.value("scheduler", ""), "max batch 4")) << res->body;
     EXPECT_FALSE(m.value("buffer_plan", "").empty());
     EXPECT_NEAR(m["defaults"].value("score_threshold", 0.0), 0.5, 1e-6);
+    // The host CPU as this process sees it (the server is its child: the same cap, if any).
+    EXPECT_EQ(m.value("precision_choice", "?"), "");
+    ASSERT_TRUE(m.contains("cpu")) << res->body;
+    EXPECT_EQ(m["cpu"].value("isa", ""), IsaLevelName(HostCpu().Level())) << res->body;
+    EXPECT_EQ(m["cpu"].value("model", ""), HostCpu().model_name) << res->body;
+    EXPECT_EQ(m["cpu"]["features"].get<std::vector<std::string>>(), HostCpu().Names());
   }
   // One detection, so that the histograms have samples.
   ASSERT_TRUE(PostImage(PhotoBytes("grace_hopper.jpg"), "image/jpeg"));
