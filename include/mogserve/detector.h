@@ -49,8 +49,8 @@ struct DetectorOptions {
   // How it runs (--device, --precision, --calibration, --int8-float-layers, --threads).
   std::string device = "cpu";      // "cpu", "cuda" or "cuda:N"
   // cpu: fp32, bf16 (needs AVX-512), int8 (needs a calibration); cuda: fp32, tf32, fp16, bf16;
-  // auto: the fastest this device runs natively (engine::ChooseAutoPrecision: int8 where the
-  // model is calibrated, else bf16 on CPUs with AVX512-BF16/AMX, else fp32; fp16 on cuda).
+  // auto: the fastest this device runs natively (int8 where the model is calibrated, else bf16
+  // on CPUs with AVX512-BF16/AMX, else fp32; fp16 on cuda; info().precision_choice says why).
   // fp32 stays the default: the same answers on every CPU, equal to the FP64 reference's.
   std::string precision = "fp32";
   std::string calibration;         // int8: activation scales (`mogserve calibrate`)

@@ -113,7 +113,8 @@ void PrintSummary(const video::StreamIngest& s, const std::string& id) {
                id.c_str(), s.display_url().c_str(), decoder.empty() ? "none" : decoder.c_str(),
                static_cast<long long>(c.decoded), static_cast<long long>(c.dropped_catchup),
                static_cast<long long>(c.corrupt), static_cast<long long>(c.sampled_out),
-               static_cast<long long>(c.submitted), static_cast<long long>(c.detected), static_cast<long long>(c.superseded),
+               static_cast<long long>(c.submitted), static_cast<long long>(c.detected),
+               static_cast<long long>(c.superseded),
                static_cast<long long>(c.expired), static_cast<long long>(c.failed));
 }
 

@@ -48,7 +48,7 @@ StatusOr<DeviceSpec> ParseDevice(std::string_view text);
 // too), else BF16 where the CPU has it in hardware (AVX512-BF16 or AMX), else FP32. cuda: FP16.
 struct PrecisionChoice {
   Precision precision = Precision::kFp32;
-  std::string why;  // "int8: calibrated activation scales, avx512_vnni"
+  std::string why;  // "int8: calibrated activation scales, AVX512-VNNI"
 };
 PrecisionChoice ChooseAutoPrecision(const DeviceSpec& device, bool has_calibration);
 // Whether this process's CPU runs `precision` (HostCpu()); Unsupported naming what the CPU lacks
