@@ -182,19 +182,10 @@ Status CheckOptions(const BenchReportOptions& o) {
   return Status::Ok();
 }
 
-// One engine per precision (default: fp32, and bf16 for MogFace).
+// One engine per precision (default: fp32).
 StatusOr<std::vector<std::unique_ptr<engine::Engine>>> CreateEngines(const BenchReportOptions& o) {
   std::vector<engine::Precision> precisions = o.precisions;
-  if (precisions.empty()) {
-    precisions = {engine::Precision::kFp32};
-    if (!o.simulate && o.engine.model == engine::ModelKind::kMogFace) {
-      if (const Status bf16 = engine::CheckCpuRunsPrecision(engine::Precision::kBf16); bf16.ok()) {
-        precisions.push_back(engine::Precision::kBf16);
-      } else {
-        std::fprintf(stderr, "note: bf16 left out: %s\n", bf16.message().c_str());
-      }
-    }
-  }
+  if (precisions.empty()) precisions = {engine::Precision::kFp32};
   std::vector<std::unique_ptr<engine::Engine>> engines;
   for (engine::Precision precision : precisions) {
     if (o.simulate) {

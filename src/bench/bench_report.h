@@ -30,7 +30,8 @@ struct BenchReportOptions {
   bool simulate = false;
   double sim_intercept_ms = 5.0;
   double sim_per_image_ms = 26.0;
-  // Precisions of sections 1-2; empty = SSD and the simulation fp32, MogFace fp32 and bf16.
+  // Precisions of sections 1-2; empty = fp32 (`mogserve bench report` fills its defaults: SSD
+  // fp32, MogFace fp32 and bf16 where the CPU runs it, cli::ParsePrecisions).
   std::vector<engine::Precision> precisions;
   int mogface_size = 320;  // MogFace: the square canvas side (SSD: its fixed 512)
   // Photos for every section (decoded once); empty folder or none found = random canvases.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 
 #include "bench/forward_timer.h"
 #include "bench/mogface_bench.h"
@@ -161,23 +160,17 @@ void FillRowRates(std::vector<double> samples_ms, double peak_gflops, EngineBenc
 }
 
 std::string DescribeMachine() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line, model = "unknown CPU";
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      model = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
-  return model + ", " + std::to_string(AvailableCores()) + " cores";
+  const std::string& model = HostCpu().model_name;
+  return (model.empty() ? std::string("unknown CPU") : model) + ", " +
+         std::to_string(AvailableCores()) + " cores";
 }
 
 StatusOr<EngineBenchReport> RunEngineBench(const EngineBenchOptions& options) {
   if (options.batch_sizes.empty()) return InvalidArgument("no batch sizes to measure");
-  const int threads = options.engine.cpu.threads > 0 ? options.engine.cpu.threads : AvailableCores();
-  std::fprintf(stderr, "measuring the machine's FP32 FMA peak (%d threads)...\n", threads);
-  const FmaPeak machine = MeasureFmaPeak(threads, 1.0);
-  std::fprintf(stderr, "  %.1f GFLOP/s (%s)\n", machine.gflops, machine.isa.c_str());
+  std::fprintf(stderr, "measuring the machine's FP32 FMA peak...\n");
+  const FmaPeak machine = MeasureFmaPeak(options.engine.cpu.threads, 1.0);
+  std::fprintf(stderr, "  %.1f GFLOP/s (%s, %d threads)\n", machine.gflops, machine.isa.c_str(),
+               machine.threads);
   MOGSERVE_ASSIGN_OR_RETURN(EngineBenchReport report,
                             options.engine.model == engine::ModelKind::kMogFace
                                 ? RunMogFaceBench(options)
@@ -265,7 +258,8 @@ std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& r) {
     AppendLatency(cells, row.batch_latency);
     cells.insert(cells.end(), {row.macs_per_image, row.ms_per_image, row.images_per_s, row.gflops,
                                row.peak_gflops, row.fraction_of_peak,
-                               row.fraction_of_machine_peak, int64_t{row.memory_baseline_bytes}, int64_t{row.memory_peak_bytes}});
+                               row.fraction_of_machine_peak, int64_t{row.memory_baseline_bytes},
+                               int64_t{row.memory_peak_bytes}});
     const ReferenceComparison& ref = row.reference;
     if (ref.measured) {
       AppendLatency(cells, ref.latency);

@@ -72,9 +72,16 @@ StatusOr<bench::BenchReportOptions> ToOptions(BenchReportFlags flags, const CLI:
       if (!p.ok()) return InvalidArgument("--precisions: " + p.status().message());
       o.precisions.push_back(*p);
     }
-  } else if (!flags.precisions.empty()) {
-    MOGSERVE_ASSIGN_OR_RETURN(o.precisions, ParsePrecisions(flags.precisions, /*defaulted=*/false,
-                                                            o.engine, "--precisions"));
+  } else if (!flags.precisions.empty() || app.count("--precision") == 0) {
+    // The defaults: SSD fp32; MogFace fp32 and bf16, bf16 left out where the CPU cannot run it.
+    const bool defaulted = flags.precisions.empty();
+    std::vector<std::string> names = flags.precisions;
+    if (defaulted) {
+      names = {"fp32"};
+      if (o.engine.model == engine::ModelKind::kMogFace) names.push_back("bf16");
+    }
+    MOGSERVE_ASSIGN_OR_RETURN(o.precisions,
+                              ParsePrecisions(names, defaulted, o.engine, "--precisions"));
   }
   if (flags.precisions.empty() && !o.simulate && app.count("--precision") > 0) {
     o.precisions = {o.engine.precision};
