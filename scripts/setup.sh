@@ -23,13 +23,19 @@ NPM_PACKAGES=(
   "uplot 1.6.32 sha512-KIMVnG68zvu5XXUbC4LQEPnhwOxBuLyW1AHtpm6IKTXImkbLgkMy+jabjLgSLMasNuGGzQm/ep3tOkyTxpiQIw=="
   # playwright-core (Apache-2.0, no dependencies): drives Debian's chromium in tests/browser.
   "playwright-core 1.65.1 sha512-hqPpz7blSMPxWVdoeE1yiBSzXsKiVOd2k+kjCvmUywD2GPO2Dd9HfcWnq9NN0GHbNZDFgZ9JfBFr+X5/BLo0qw=="
+  # ONNX Runtime's Node.js binding and its JavaScript API (MIT): the peer column of `bench
+  # engine --onnxruntime` (tools/ort_bench.js). Unpacked from the tarball, so its install
+  # script, which would download CUDA libraries from outside npm, never runs; only the
+  # linux-x64 CPU library is kept (the tarball carries every platform's).
+  "onnxruntime-common 1.30.0 sha512-7fdVWjAID1dVhH/G8qK3APARunV4VkBFoCQAP7qp4Wkab0mrorvmc+sqiT+mKXOzDqdjN5j+/Z9nb4gzNPWcyA=="
+  "onnxruntime-node 1.30.0 sha512-twhs1C2C/BFkz1yc5OY0KIU2GUq6DURO7hD4bx5Q2Qy3nAMJwRXW8xU3NVczE29VA9lolLOYepoD8fjTGOfIqw=="
 )
 NPM_CACHE_DIR="$ROOT/build-deps/npm"
 NODE_MODULES="$ROOT/node_modules"
 
 DEBIAN_PACKAGES=(
   g++ cmake ninja-build pkg-config
-  libtorch-dev libturbojpeg0-dev libpng-dev libwebp-dev zlib1g-dev
+  libtorch-dev libdnnl-dev libturbojpeg0-dev libpng-dev libwebp-dev zlib1g-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev
   libboost1.81-dev  # Boost.Beast + Asio: the HTTP server (src/server/http/)
   libcpp-httplib-dev  # an HTTP client for `bench serve` and the end-to-end tests
@@ -56,7 +62,7 @@ TEST_ONLY_PACKAGES=" libgtest-dev libgmock-dev libbenchmark-dev clang libclang-r
   nginx yamllint prometheus python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad "
 TEST_ONLY_PACKAGES="${TEST_ONLY_PACKAGES//$'\n'/ }"  # one line: " name " matches at line ends too
-TEST_ONLY_NPM=" playwright-core "
+TEST_ONLY_NPM=" playwright-core onnxruntime-common onnxruntime-node "
 BUILD_ONLY=0
 for arg in "$@"; do
   case "$arg" in
@@ -180,6 +186,10 @@ fetch_npm_package() {
   rm -rf "$dest.part" && mkdir -p "$dest.part"
   tar -xzf "$tarball" -C "$dest.part" --strip-components=1 ||
     die "cannot extract $tarball" "delete it and rerun"
+  # Prebuilt native libraries for other platforms (onnxruntime-node: ~240 MB of 290).
+  if [ -d "$dest.part/bin" ]; then
+    find "$dest.part/bin" -mindepth 3 -maxdepth 3 -type d ! -path '*/linux/x64' -exec rm -rf {} +
+  fi
   echo "$integrity" >"$dest.part/.mogserve-integrity"
   rm -rf "$dest" && mv "$dest.part" "$dest"
   say "npm: installed $name@$version into $dest"

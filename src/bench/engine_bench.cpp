@@ -5,10 +5,13 @@
 
 #include "bench/forward_timer.h"
 #include "bench/mogface_bench.h"
+#include "bench/onnxruntime_bench.h"
+#include "bench/reference_bench.h"
 #include "common/cpu_info.h"
 #include "common/fma_peak.h"
 #include "engine/caching_cpu_allocator.h"
 #include "engine/conv_peak.h"
+#include "model/ssd_mobilenet_v1.h"
 
 namespace mogserve::bench {
 namespace {
@@ -135,6 +138,49 @@ void AppendLatency(std::vector<Cell>& row, const LatencyStats& s) {
              {int64_t{s.count}, s.mean_ms, s.median_ms, s.min_ms, s.max_ms, s.stddev_ms});
 }
 
+// The SSD's rows carry no size: its input is fixed.
+int RowSize(const EngineBenchRow& row) { return row.size > 0 ? row.size : model::kSsdInputSize; }
+
+// --onnxruntime: ONNX Runtime on the same network at every (size, batch) of the rows; a failure
+// is reported in the report, not an error (the engine's rows stand).
+void AddOnnxRuntime(const EngineBenchOptions& options, EngineBenchReport& report) {
+  const engine::EngineOptions& e = options.engine;
+  OnnxRuntimeBenchOptions o;
+  o.model = e.model == engine::ModelKind::kMogFace ? "mogface" : "ssd";
+  o.variant = e.synthetic_weights;
+  o.seed = e.synthetic_seed;
+  o.weights = e.weights;
+  o.ssd_model_dir = e.model_dir;
+  for (const EngineBenchRow& row : report.rows) {
+    if (std::find(o.sizes.begin(), o.sizes.end(), RowSize(row)) == o.sizes.end())
+      o.sizes.push_back(RowSize(row));
+    if (std::find(o.batch_sizes.begin(), o.batch_sizes.end(), row.batch) == o.batch_sizes.end())
+      o.batch_sizes.push_back(row.batch);
+  }
+  o.threads = report.threads;
+  o.min_seconds = std::max(options.min_seconds, 1.0);
+  o.min_runs = std::max(options.min_iterations, 3);
+  o.python = ResolveReferencePython(options.reference_python);
+  StatusOr<OnnxRuntimeRun> run = RunOnnxRuntimeBench(o);
+  if (!run.ok()) {
+    report.onnxruntime = "not measured: " + run.status().message();
+    std::fprintf(stderr, "onnxruntime: %s\n", report.onnxruntime.c_str());
+    return;
+  }
+  report.onnxruntime_measured = true;
+  report.onnxruntime = "onnxruntime-node " + run->version + ", CPU execution provider, FP32, " +
+                       std::to_string(o.threads) + " threads (median pass)";
+  for (EngineBenchRow& row : report.rows) {
+    for (const OnnxRuntimeRow& ort : run->rows) {
+      if (ort.size != RowSize(row) || ort.batch != row.batch) continue;
+      row.onnxruntime_ms_per_image = ort.ms_per_image;
+      // Medians on both sides: a busy machine disturbs them least.
+      const double ours = row.batch_latency.median_ms / row.batch;
+      row.speedup_vs_onnxruntime = ours > 0 ? ort.ms_per_image / ours : 0;
+    }
+  }
+}
+
 }  // namespace
 
 Status TimeRow(engine::Engine& engine, const std::vector<std::vector<uint8_t>>& canvases,
@@ -181,6 +227,7 @@ StatusOr<EngineBenchReport> RunEngineBench(const EngineBenchOptions& options) {
   for (EngineBenchRow& row : report.rows) {
     row.fraction_of_machine_peak = machine.gflops > 0 ? row.gflops / machine.gflops : 0;
   }
+  if (options.onnxruntime) AddOnnxRuntime(options, report);
   return report;
 }
 
@@ -203,6 +250,8 @@ std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& r) {
   }
   t.AddField({"peak_gflops", "", r.peak_gflops})
       .AddField({"peak_batch", "", int64_t{r.peak_batch}});
+  t.AddField({"onnxruntime_measured", "", r.onnxruntime_measured});
+  if (!r.onnxruntime.empty()) t.AddField({"onnxruntime", "ONNX Runtime", r.onnxruntime});
   if (mogface) {
     t.AddField({"reference_measured", "", r.reference_measured})
         .AddField({"reference", "Reference", r.reference})
@@ -253,6 +302,9 @@ std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& r) {
       .AddColumn({"reference.speedup_best", "", 2, 1, "", false, data})
       .AddColumn({"reference.speedup_vs_fp32_best", "× FP32 ref, best pass", 2, 1, "×", false,
                   mogface_md});
+  const unsigned ort_md = r.onnxruntime_measured ? kEverywhere : data;
+  t.AddColumn({"onnxruntime_ms_per_image", "ORT ms/image", mogface ? 1 : 2, 1, "", false, ort_md})
+      .AddColumn({"speedup_vs_onnxruntime", "× ORT FP32", 2, 1, "×", false, ort_md});
   for (const EngineBenchRow& row : r.rows) {
     std::vector<Cell> cells = {row.variant, int64_t{row.size}, row.precision, int64_t{row.batch}};
     AppendLatency(cells, row.batch_latency);
@@ -267,6 +319,11 @@ std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& r) {
                                  ref.speedup_vs_fp32, ref.speedup_best, ref.speedup_vs_fp32_best});
     } else {
       cells.resize(cells.size() + 12);  // not measured: left out of JSON, "-" in Markdown
+    }
+    if (row.onnxruntime_ms_per_image > 0) {
+      cells.insert(cells.end(), {row.onnxruntime_ms_per_image, row.speedup_vs_onnxruntime});
+    } else {
+      cells.resize(cells.size() + 2);
     }
     t.AddRow(std::move(cells));
   }

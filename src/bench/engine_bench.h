@@ -31,6 +31,9 @@ struct EngineBenchOptions {
   bool reference = false;
   std::string reference_python;  // interpreter with torch
   std::string reference_script;  // bench_reference.py
+  // Also time ONNX Runtime (CPU) on the same network, sizes, batches and threads
+  // (onnxruntime_bench.h; the export uses reference_python).
+  bool onnxruntime = false;
 };
 
 // The Python reference's timing of the same (size, batch): same precision, and FP32.
@@ -65,6 +68,10 @@ struct EngineBenchRow {
   int64_t memory_baseline_bytes = 0;
   int64_t memory_peak_bytes = 0;
   ReferenceComparison reference;  // MogFace --reference
+  // --onnxruntime: its FP32 median per image at this (size, batch), and that over ours (> 1:
+  // mogserve is faster); 0 when not measured.
+  double onnxruntime_ms_per_image = 0;
+  double speedup_vs_onnxruntime = 0;
 };
 
 struct PrecisionPeak {
@@ -101,6 +108,9 @@ struct EngineBenchReport {
   // the FP32 reference (the targets: >= 1.3 and >= 2.5).
   double fp32_speedup_min = 0, fp32_speedup_max = 0;
   double bf16_speedup_min = 0, bf16_speedup_max = 0;
+  // --onnxruntime: "onnxruntime-node 1.30.0, CPU, FP32, N threads", or why it was not measured.
+  bool onnxruntime_measured = false;
+  std::string onnxruntime;
 };
 
 // Runs the benchmark; progress lines go to stderr. Fails if the model cannot be loaded; a

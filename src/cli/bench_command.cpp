@@ -36,6 +36,7 @@ struct BenchFlags {
   bool reference = false;
   std::string reference_python;
   std::string reference_script;
+  bool onnxruntime = false;
   CLI::Option* sizes_option = nullptr;
   BenchOutputFlags output;
 };
@@ -73,6 +74,8 @@ StatusOr<bench::EngineBenchOptions> ToBenchOptions(const BenchFlags& flags) {
   bench::EngineBenchOptions options;
   MOGSERVE_ASSIGN_OR_RETURN(options.engine, ToEngineOptions(flags.engine));
   options.compare_variants = !flags.default_only;
+  options.onnxruntime = flags.onnxruntime;
+  options.reference_python = flags.reference_python;  // the ONNX export's interpreter too
   if (options.engine.model == engine::ModelKind::kMogFace) {
     ApplyRowFlags(flags, kMogFaceDefaults, options);
     MOGSERVE_RETURN_IF_ERROR(ApplyMogFaceFlags(flags, options));
@@ -164,6 +167,11 @@ CommandRunner RegisterBenchCommand(CLI::App& app) {
   AddRowFlags(*engine, *flags);
   engine->add_flag("--default-only", flags->default_only,
                    "SSD: only the default variant (skip NCHW and system-allocator rows)");
+  engine->add_flag("--onnxruntime", flags->onnxruntime,
+                   "Also time ONNX Runtime (npm onnxruntime-node, CPU, FP32) on the same network, "
+                   "exported by tools/export_onnx.py, at the same sizes, batches and threads; "
+                   "each row gets its ms/image and the ratio (needs node, the npm package that "
+                   "scripts/setup.sh installs and Debian's python3-torch)");
   AddMogFaceFlags(*engine, *flags);
   AddBenchOutputFlags(*engine, flags->output);
   CommandRunner pipeline = RegisterBenchPipelineCommand(app);

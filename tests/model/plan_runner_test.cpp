@@ -71,7 +71,7 @@ Diff CompareWithReference(const model::FaceModel& m, const std::vector<double>& 
   EXPECT_TRUE(plan.ok()) << plan.status().ToString();
   auto ref = model::RunReference(*plan, m.weights(), input);
   EXPECT_TRUE(ref.ok()) << ref.status().ToString();
-  const TorchWeights tw = MakeTorchWeights(m.weights(), at::kFloat, channels_last);
+  const TorchWeights tw = MakeTorchWeights(*m.network(), m.weights(), at::kFloat, channels_last);
   const PlanOutputs out = RunPlan(*plan, tw, ToTensor(input, h, w, at::kFloat, channels_last));
   EXPECT_EQ(out.scores.sizes(), (std::vector<int64_t>{1, plan->anchors()}));
   EXPECT_EQ(out.boxes.sizes(), (std::vector<int64_t>{1, plan->anchors(), 4}));
@@ -113,6 +113,50 @@ TEST(PlanRunner, SsdOnARealPhotoMatchesTheFp64ReferenceExecutor) {
   }
 }
 
+// The direct oneDNN convolutions (channels-last) against LibTorch's for the same weights: the
+// SSD (TF SAME's asymmetric padding, depthwise, ReLU6) and R101 (residual sums, GroupNorm
+// between), FP32 and BF16, batch 2; every convolution ran on a oneDNN kernel, none fell back.
+TEST(PlanRunner, DirectOneDnnConvolutionsMatchLibTorch) {
+  c10::InferenceMode guard;
+  auto ssd = model::SsdModel::Load(MOGSERVE_TEST_MODEL_DIR);
+  ASSERT_TRUE(ssd.ok()) << ssd.status().ToString();
+  const auto r101 = MogFace(model::mogface::Variant::kR101);
+  ASSERT_NE(r101, nullptr);
+  at::manual_seed(5);
+  std::vector<at::ScalarType> dtypes = {at::kFloat};
+  if (mogserve::testing::NoBf16Reason().empty()) dtypes.push_back(at::kBFloat16);
+  for (const model::FaceModel* m : {static_cast<const model::FaceModel*>(ssd->get()),
+                                    static_cast<const model::FaceModel*>(r101.get())}) {
+    const int side = m->network()->fixed_input_side() > 0 ? m->network()->fixed_input_side() : 97;
+    auto plan = LayerPlan::Create(m->network(), side, side);
+    ASSERT_TRUE(plan.ok());
+    const at::Tensor x = at::rand({2, 3, side, side}) * 2 - 1;
+    for (at::ScalarType dtype : dtypes) {
+      SCOPED_TRACE(m->name() + (dtype == at::kFloat ? " fp32" : " bf16"));
+      TorchWeights direct = MakeTorchWeights(*m->network(), m->weights(), dtype, true);
+      TorchWeights libtorch = direct;
+      libtorch.onednn.clear();
+      const at::Tensor in = x.to(dtype).contiguous(at::MemoryFormat::ChannelsLast);
+      const PlanOutputs a = RunPlan(*plan, direct, in);
+      const PlanOutputs b = RunPlan(*plan, libtorch, in);
+      const double scores = (a.scores - b.scores).abs().max().item<double>();
+      const double boxes = (a.boxes - b.boxes).abs().max().item<double>();
+      std::printf("%s %s direct vs LibTorch: max |d score| %.2e, max |d box| %.2e\n",
+                  m->name().c_str(), dtype == at::kFloat ? "fp32" : "bf16", scores, boxes);
+      // The same oneDNN kernels in both: only summation order differs (BF16: the rounding of
+      // the fused post-ops' intermediate values too).
+      EXPECT_LE(scores, dtype == at::kFloat ? 1e-5 : 2e-2);
+      EXPECT_LE(boxes, dtype == at::kFloat ? 1e-4 : 0.1);
+      for (const auto& conv : direct.onednn) {
+        ASSERT_NE(conv, nullptr);
+        const std::vector<std::string> kernels = conv->Kernels();
+        EXPECT_FALSE(kernels.empty());  // it ran
+        for (const std::string& kernel : kernels) EXPECT_NE(kernel, "");
+      }
+    }
+  }
+}
+
 // Batch of 2 = two singles; NCHW = channels-last; BF16 close to FP32 (R101, the served model).
 TEST(PlanRunner, R101BatchLayoutAndPrecisionConsistency) {
   c10::InferenceMode guard;
@@ -123,7 +167,7 @@ TEST(PlanRunner, R101BatchLayoutAndPrecisionConsistency) {
   at::manual_seed(3);
   const at::Tensor x = at::randn({2, 3, 65, 97}) * 0.01;
   auto run = [&](at::ScalarType dtype, bool channels_last, const at::Tensor& in) {
-    const TorchWeights w = MakeTorchWeights(m->weights(), dtype, channels_last);
+    const TorchWeights w = MakeTorchWeights(*m->network(), m->weights(), dtype, channels_last);
     return RunPlan(*plan, w,
                    in.to(dtype).contiguous(channels_last ? at::MemoryFormat::ChannelsLast
                                                          : at::MemoryFormat::Contiguous));

@@ -4,6 +4,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "engine/torch/torch_ops.h"
 
@@ -94,6 +96,29 @@ at::Tensor FromHost(const model::HostTensor& t) {
   return at::from_blob(const_cast<float*>(t.values.data()), t.shape, at::kFloat).clone();
 }
 
+at::Tensor RunConv(const model::LayerPlan& plan, int index, const TorchWeights& w,
+                   const std::vector<at::Tensor>& tensors) {
+  const model::Network& net = plan.network();
+  const model::Op& op = net.ops()[index];
+  const at::Tensor x = Float(tensors[op.inputs[0]]);
+  const at::Tensor residual = op.inputs.size() > 1 ? Float(tensors[op.inputs[1]]) : at::Tensor();
+  const OneDnnConv* direct = w.onednn.empty() ? nullptr : w.onednn[op.def].get();
+  if (direct != nullptr) {
+    const at::Tensor in = x.contiguous(at::MemoryFormat::ChannelsLast);
+    if (OneDnnConv::Accepts(in) && in.scalar_type() == w.dtype) {
+      // The residual's buffer may become the output when this op is its last reader and no
+      // other tensor id holds it.
+      const bool reusable = residual.defined() && plan.last_use(op.inputs[1]) == index &&
+                            op.inputs[1] != op.inputs[0] && residual.use_count() <= 2 &&
+                            residual.storage().use_count() == 1;
+      at::Tensor y = direct->Run(op, plan.padding(index), in, residual, reusable);
+      if (y.defined()) return y;
+    }
+  }
+  return ConvOp(op, plan.padding(index), net.convs()[op.def].groups, x, w.conv_weight[op.def],
+                w.conv_bias[op.def], residual, w.channels_last);
+}
+
 at::Tensor RunOp(const model::LayerPlan& plan, int index, const TorchWeights& w,
                  const std::vector<at::Tensor>& tensors) {
   const model::Network& net = plan.network();
@@ -104,11 +129,8 @@ at::Tensor RunOp(const model::LayerPlan& plan, int index, const TorchWeights& w,
   // Every other op runs in floating point.
   const at::Tensor x = Float(tensors[op.inputs[0]]);
   switch (op.kind) {
-    case model::OpKind::kConv: {
-      const at::Tensor residual = op.inputs.size() > 1 ? Float(tensors[op.inputs[1]]) : at::Tensor();
-      return ConvOp(op, plan.padding(index), net.convs()[op.def].groups, x, w.conv_weight[op.def],
-                    w.conv_bias[op.def], residual, w.channels_last);
-    }
+    case model::OpKind::kConv:
+      return RunConv(plan, index, w, tensors);
     case model::OpKind::kMaxPool: {
       const int64_t pad = plan.padding(index).top;
       return at::max_pool2d(x, {op.kernel, op.kernel}, {op.stride, op.stride}, {pad, pad});
@@ -152,15 +174,27 @@ PlanOutputs OutputStage(const model::LayerPlan& plan, const std::vector<at::Tens
 
 }  // namespace
 
-TorchWeights MakeTorchWeights(const model::PreparedWeights& prepared, at::ScalarType dtype,
-                              bool channels_last) {
+// MOGSERVE_DIRECT_CONV=0 sends every convolution through LibTorch as before the direct path
+// (for A/B benchmarks in one binary, and as an escape hatch).
+static bool DirectConvEnabled() {
+  const char* v = std::getenv("MOGSERVE_DIRECT_CONV");
+  return v == nullptr || std::string(v) != "0";
+}
+
+TorchWeights MakeTorchWeights(const model::Network& net, const model::PreparedWeights& prepared,
+                              at::ScalarType dtype, bool channels_last) {
   TorchWeights w;
   w.dtype = dtype;
   w.channels_last = channels_last;
   const auto format = channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
-  for (const model::PreparedConv& c : prepared.convs) {
+  for (size_t d = 0; d < prepared.convs.size(); ++d) {
+    const model::PreparedConv& c = prepared.convs[d];
     w.conv_weight.push_back(FromHost(c.weight).to(dtype).contiguous(format));
     w.conv_bias.push_back(FromHost(c.bias).to(dtype).contiguous());
+    if (channels_last && DirectConvEnabled()) {
+      w.onednn.push_back(std::make_shared<const OneDnnConv>(
+          net.convs()[d], w.conv_weight[d], w.conv_bias[d], dtype));
+    }
   }
   for (const model::PreparedNorm& n : prepared.norms) {
     w.norm_gamma.push_back(FromHost(n.gamma));
@@ -223,7 +257,9 @@ void AddInt8Convs(const model::Network& net, const model::ActivationScales& scal
     if (op.kind == model::OpKind::kConv && !w->int8[i]) float_use[op.def] = true;
   }
   for (size_t d = 0; d < float_use.size(); ++d) {
-    if (!float_use[d]) w->conv_weight[d] = at::Tensor();
+    if (float_use[d]) continue;
+    w->conv_weight[d] = at::Tensor();
+    if (!w->onednn.empty()) w->onednn[d] = nullptr;
   }
 }
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <vector>
 
+#include "engine/torch/onednn_conv.h"
 #include "model/activation_scales.h"
 #include "model/layer_plan.h"
 #include "model/prepared_weights.h"
@@ -45,6 +46,10 @@ struct TorchWeights {
   std::vector<at::Tensor> norm_beta;
   // Precision int8: by op index, the convolutions run INT8 (null: the op runs in dtype, FP32).
   std::vector<std::shared_ptr<const Int8Conv>> int8;
+  // By ConvDef index, the floating-point convolutions oneDNN runs directly (channels-last only;
+  // null for a kernel only INT8 ops use). Empty: every conv goes through LibTorch (tests clear
+  // it to compare the two).
+  std::vector<std::shared_ptr<const OneDnnConv>> onednn;
 };
 
 // Which convolutions stay in floating point under int8.
@@ -59,9 +64,10 @@ struct Int8Choice {
 void AddInt8Convs(const model::Network& net, const model::ActivationScales& scales,
                   const Int8Choice& choice, TorchWeights* w);
 
-// Copies the prepared (float32) weights into tensors of `dtype`.
-TorchWeights MakeTorchWeights(const model::PreparedWeights& prepared, at::ScalarType dtype,
-                              bool channels_last);
+// Copies the prepared (float32) weights into tensors of `dtype`; channels-last: with the direct
+// oneDNN convolutions.
+TorchWeights MakeTorchWeights(const model::Network& net, const model::PreparedWeights& prepared,
+                              at::ScalarType dtype, bool channels_last);
 
 struct PlanOutputs {
   at::Tensor scores;  // [N, anchors] float32, sigmoid applied

@@ -1,0 +1,177 @@
+#include "engine/torch/onednn_conv.h"
+
+#include <dnnl.hpp>
+
+#include <optional>
+
+namespace mogserve::engine::torch_backend {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+const dnnl::engine& CpuEngine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+memory::data_type DataType(at::ScalarType t) {
+  return t == at::kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
+
+// The key of one primitive: the input shape and everything of the op the kernel depends on.
+struct Key {
+  int64_t n, h, w;
+  int stride, dilation;
+  model::ResolvedPadding pad;
+  model::Activation act;
+  bool residual;
+  bool operator==(const Key& o) const {
+    return n == o.n && h == o.h && w == o.w && stride == o.stride && dilation == o.dilation &&
+           pad.top == o.pad.top && pad.bottom == o.pad.bottom && pad.left == o.pad.left &&
+           pad.right == o.pad.right && act == o.act && residual == o.residual;
+  }
+};
+
+int64_t OutputSide(int64_t in, int kernel, int stride, int dilation, int before, int after) {
+  return (in + before + after - ((kernel - 1) * dilation + 1)) / stride + 1;
+}
+
+}  // namespace
+
+struct OneDnnConv::Prepared {
+  Key key;
+  std::optional<dnnl::convolution_forward::primitive_desc> pd;  // empty: no oneDNN kernel
+  std::optional<dnnl::convolution_forward> primitive;
+  std::shared_ptr<memory> weights;  // in pd's layout; shared by keys that want the same one
+  memory bias;
+  int64_t out_h = 0, out_w = 0;
+};
+
+OneDnnConv::OneDnnConv(const model::ConvDef& def, const at::Tensor& weight, const at::Tensor& bias,
+                       at::ScalarType dtype)
+    : out_channels_(def.out_channels),
+      in_channels_(def.in_channels),
+      kernel_(def.kernel),
+      groups_(def.groups),
+      dtype_(dtype),
+      weight_(weight),
+      bias_(bias.to(at::kFloat).contiguous()) {}
+
+OneDnnConv::~OneDnnConv() = default;
+
+bool OneDnnConv::Accepts(const at::Tensor& x) {
+  return x.device().is_cpu() && x.dim() == 4 &&
+         (x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16) &&
+         x.is_contiguous(at::MemoryFormat::ChannelsLast);
+}
+
+const OneDnnConv::Prepared* OneDnnConv::Find(const model::Op& op,
+                                             const model::ResolvedPadding& pad,
+                                             const at::Tensor& x) const {
+  const Key key{x.size(0),   x.size(2), x.size(3), op.stride, op.dilation,
+                pad,         op.act,    op.inputs.size() > 1};
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& p : prepared_) {
+    if (p->key == key) return p.get();
+  }
+  auto p = std::make_unique<Prepared>();
+  p->key = key;
+  p->out_h = OutputSide(key.h, kernel_, op.stride, op.dilation, pad.top, pad.bottom);
+  p->out_w = OutputSide(key.w, kernel_, op.stride, op.dilation, pad.left, pad.right);
+  const memory::data_type dt = DataType(dtype_);
+  const memory::desc src({key.n, in_channels_, key.h, key.w}, dt, Tag::nhwc);
+  const memory::desc dst({key.n, out_channels_, p->out_h, p->out_w}, dt, Tag::nhwc);
+  const memory::dims weight_dims =
+      groups_ > 1 ? memory::dims{groups_, out_channels_ / groups_, in_channels_ / groups_,
+                                 kernel_, kernel_}
+                  : memory::dims{out_channels_, in_channels_, kernel_, kernel_};
+  const memory::desc weights_any(weight_dims, dt, Tag::any);
+  const memory::desc bias_md({out_channels_}, memory::data_type::f32, Tag::x);
+  dnnl::post_ops post;
+  if (key.residual) post.append_sum(1.0f);
+  if (op.act == model::Activation::kRelu) {
+    post.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  } else if (op.act == model::Activation::kRelu6) {
+    post.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, 6.0f);
+  }
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(post);
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per call: concurrent instances
+  try {
+    const dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
+        weights_any, bias_md, dst, {op.stride, op.stride},
+        {op.dilation - 1, op.dilation - 1}, {pad.top, pad.left}, {pad.bottom, pad.right});
+    p->pd.emplace(desc, attr, CpuEngine());
+  } catch (const dnnl::error& e) {
+    if (e.status != dnnl_unimplemented) throw;
+    prepared_.push_back(std::move(p));  // remembered: LibTorch runs this case
+    return prepared_.back().get();
+  }
+  p->primitive.emplace(*p->pd);
+  // The weights in the kernel's layout: reordered once per layout, shared across shapes.
+  const memory::desc wanted = p->pd->weights_desc();
+  for (const auto& q : prepared_) {
+    if (q->weights && q->weights->get_desc() == wanted) p->weights = q->weights;
+  }
+  if (!p->weights) {
+    // The stored tensor as it is laid out (OIHW, any strides; grouped: G x O/G x I/G x k x k).
+    memory::dims strides(weight_.strides().begin(), weight_.strides().end());
+    if (groups_ > 1) strides.insert(strides.begin(), strides[0] * (out_channels_ / groups_));
+    const memory::desc user(weight_dims, DataType(weight_.scalar_type()), strides);
+    memory source(user, CpuEngine(), weight_.data_ptr());
+    p->weights = std::make_shared<memory>(wanted, CpuEngine());
+    dnnl::stream stream(CpuEngine());
+    dnnl::reorder(source, *p->weights).execute(stream, source, *p->weights);
+    stream.wait();
+  }
+  p->bias = memory(bias_md, CpuEngine(), bias_.data_ptr());
+  prepared_.push_back(std::move(p));
+  return prepared_.back().get();
+}
+
+std::vector<std::string> OneDnnConv::Kernels() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> kernels;
+  for (const auto& p : prepared_) kernels.push_back(p->pd ? p->pd->impl_info_str() : "");
+  return kernels;
+}
+
+at::Tensor OneDnnConv::Run(const model::Op& op, const model::ResolvedPadding& pad,
+                           const at::Tensor& x, const at::Tensor& residual,
+                           bool residual_reusable) const {
+  const Prepared* p = Find(op, pad, x);
+  if (!p->primitive) return {};
+  const at::TensorOptions options = x.options();
+  const std::array<int64_t, 4> out_sizes = {x.size(0), out_channels_, p->out_h, p->out_w};
+  at::Tensor y;
+  if (residual.defined()) {
+    // The sum post-op adds what the destination holds.
+    const bool in_place = residual_reusable && residual.scalar_type() == dtype_ &&
+                          residual.is_contiguous(at::MemoryFormat::ChannelsLast);
+    if (in_place) {
+      y = residual;
+    } else {
+      y = at::empty(out_sizes, options, at::MemoryFormat::ChannelsLast);
+      y.copy_(residual);
+    }
+  } else {
+    y = at::empty(out_sizes, options, at::MemoryFormat::ChannelsLast);
+  }
+  const at::Tensor scratch =
+      at::empty({static_cast<int64_t>(p->pd->scratchpad_desc().get_size())}, at::kByte);
+  memory src(p->pd->src_desc(), CpuEngine(), x.data_ptr());
+  memory dst(p->pd->dst_desc(), CpuEngine(), y.data_ptr());
+  memory pad_memory(p->pd->scratchpad_desc(), CpuEngine(), scratch.data_ptr());
+  dnnl::stream stream(CpuEngine());
+  p->primitive->execute(stream, {{DNNL_ARG_SRC, src},
+                                 {DNNL_ARG_WEIGHTS, *p->weights},
+                                 {DNNL_ARG_BIAS, p->bias},
+                                 {DNNL_ARG_DST, dst},
+                                 {DNNL_ARG_SCRATCHPAD, pad_memory}});
+  stream.wait();
+  return y;
+}
+
+}  // namespace mogserve::engine::torch_backend
