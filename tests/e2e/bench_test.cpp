@@ -186,6 +186,37 @@ TEST(BenchE2E, MogFaceBenchComparesWithTheReference) {
   EXPECT_EQ(r.out, markdown) << "the table is also printed on stdout";
 }
 
+// ONNX Runtime on the same network (tools/export_onnx.py + tools/ort_bench.js, the npm package
+// scripts/setup.sh installs), for the SSD and a small MogFace: a measured column per row whose
+// ratio is ONNX Runtime's median over ours.
+TEST(BenchE2E, EngineBenchComparesWithOnnxRuntime) {
+  TempDir tmp;
+  const std::vector<std::vector<std::string>> runs = {
+      {"bench", "engine", "--model-dir", TestModelDir(), "--batch-sizes", "1", "--iterations", "1",
+       "--min-seconds", "0", "--default-only", "--onnxruntime", "--json", tmp / "bench.json"},
+      [&] {
+        std::vector<std::string> args = TinyMogFaceBench(tmp, "fp32");
+        args.push_back("--onnxruntime");
+        return args;
+      }()};
+  for (const std::vector<std::string>& args : runs) {
+    const ProcessResult r = RunMogserve(args, SlowRun());
+    ASSERT_EQ(r.exit_code, 0) << r.Describe();
+    const nlohmann::json report = nlohmann::json::parse(ReadText(tmp / "bench.json"));
+    SCOPED_TRACE(report.dump(2));
+    ASSERT_TRUE(report.at("onnxruntime_measured").get<bool>()) << report.at("onnxruntime");
+    EXPECT_NE(report.at("onnxruntime").get<std::string>().find("onnxruntime-node 1.30.0"),
+              std::string::npos);
+    ASSERT_EQ(report.at("rows").size(), 1u);
+    const nlohmann::json& row = report["rows"][0];
+    const double ort = row.at("onnxruntime_ms_per_image").get<double>();
+    EXPECT_GT(ort, 0.0);
+    EXPECT_NEAR(row.at("speedup_vs_onnxruntime").get<double>(),
+                ort / (row.at("median_ms").get<double>() / row.at("batch").get<double>()),
+                1e-9 * ort);
+  }
+}
+
 // Without a usable interpreter the bench says so and measures the engine anyway.
 TEST(BenchE2E, MogFaceBenchContinuesWithoutTheReference) {
   TempDir tmp;

@@ -2,6 +2,8 @@
 
 #include <dnnl.hpp>
 
+#include <array>
+#include <cmath>
 #include <optional>
 
 namespace mogserve::engine::torch_backend {
@@ -16,25 +18,53 @@ const dnnl::engine& CpuEngine() {
 }
 
 memory::data_type DataType(at::ScalarType t) {
-  return t == at::kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
+  switch (t) {
+    case at::kBFloat16:
+      return memory::data_type::bf16;
+    case at::kChar:
+      return memory::data_type::s8;
+    case at::kQUInt8:
+      return memory::data_type::u8;
+    default:
+      return memory::data_type::f32;
+  }
 }
 
-// The key of one primitive: the input shape and everything of the op the kernel depends on.
+// The key of one primitive: the input shape, everything of the op the kernel depends on and,
+// for INT8, the input's scale (the output scales and the bias depend on it).
 struct Key {
   int64_t n, h, w;
   int stride, dilation;
   model::ResolvedPadding pad;
   model::Activation act;
   bool residual;
+  double input_scale;
   bool operator==(const Key& o) const {
     return n == o.n && h == o.h && w == o.w && stride == o.stride && dilation == o.dilation &&
            pad.top == o.pad.top && pad.bottom == o.pad.bottom && pad.left == o.pad.left &&
-           pad.right == o.pad.right && act == o.act && residual == o.residual;
+           pad.right == o.pad.right && act == o.act && residual == o.residual &&
+           input_scale == o.input_scale;
   }
 };
 
 int64_t OutputSide(int64_t in, int kernel, int stride, int dilation, int before, int after) {
   return (in + before + after - ((kernel - 1) * dilation + 1)) / stride + 1;
+}
+
+// Symmetric per-output-channel INT8 weights: round(w / scale), in [-127, 127].
+at::Tensor QuantizeWeights(const at::Tensor& weight, const std::vector<double>& scales) {
+  const at::Tensor w = weight.to(at::kFloat).contiguous();
+  at::Tensor q = at::empty(w.sizes(), at::kChar);
+  const int64_t rows = w.size(0), per_row = w.numel() / rows;
+  const float* in = w.data_ptr<float>();
+  int8_t* out = q.data_ptr<int8_t>();
+  for (int64_t o = 0; o < rows; ++o) {
+    const double inv = 1.0 / scales[o];
+    for (int64_t i = o * per_row; i < (o + 1) * per_row; ++i) {
+      out[i] = static_cast<int8_t>(std::clamp(std::nearbyint(in[i] * inv), -127.0, 127.0));
+    }
+  }
+  return q;
 }
 
 }  // namespace
@@ -44,6 +74,7 @@ struct OneDnnConv::Prepared {
   std::optional<dnnl::convolution_forward::primitive_desc> pd;  // empty: no oneDNN kernel
   std::optional<dnnl::convolution_forward> primitive;
   std::shared_ptr<memory> weights;  // in pd's layout; shared by keys that want the same one
+  std::vector<float> int8_bias;     // INT8: the bias in accumulator units (of this input scale)
   memory bias;
   int64_t out_h = 0, out_w = 0;
 };
@@ -54,23 +85,39 @@ OneDnnConv::OneDnnConv(const model::ConvDef& def, const at::Tensor& weight, cons
       in_channels_(def.in_channels),
       kernel_(def.kernel),
       groups_(def.groups),
+      int8_(false),
       dtype_(dtype),
       weight_(weight),
       bias_(bias.to(at::kFloat).contiguous()) {}
 
+OneDnnConv::OneDnnConv(const model::ConvDef& def, const at::Tensor& weight, const at::Tensor& bias,
+                       Int8ConvScales scales)
+    : out_channels_(def.out_channels),
+      in_channels_(def.in_channels),
+      kernel_(def.kernel),
+      groups_(def.groups),
+      int8_(true),
+      dtype_(at::kQUInt8),
+      weight_(QuantizeWeights(weight, scales.weight)),
+      bias_(bias.to(at::kFloat).contiguous()),
+      scales_(std::move(scales)) {}
+
 OneDnnConv::~OneDnnConv() = default;
 
-bool OneDnnConv::Accepts(const at::Tensor& x) {
-  return x.device().is_cpu() && x.dim() == 4 &&
-         (x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16) &&
-         x.is_contiguous(at::MemoryFormat::ChannelsLast);
+bool OneDnnConv::Accepts(const at::Tensor& x) const {
+  if (!x.device().is_cpu() || x.dim() != 4 || !x.is_contiguous(at::MemoryFormat::ChannelsLast)) {
+    return false;
+  }
+  if (int8_) return x.scalar_type() == at::kQUInt8 && x.q_zero_point() == 0;
+  return x.scalar_type() == dtype_;
 }
 
 const OneDnnConv::Prepared* OneDnnConv::Find(const model::Op& op,
                                              const model::ResolvedPadding& pad,
                                              const at::Tensor& x) const {
-  const Key key{x.size(0),   x.size(2), x.size(3), op.stride, op.dilation,
-                pad,         op.act,    op.inputs.size() > 1};
+  const Key key{x.size(0), x.size(2), x.size(3),        op.stride,
+                op.dilation, pad,    op.act,           op.inputs.size() > 1,
+                int8_ ? x.q_scale() : 0.0};
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& p : prepared_) {
     if (p->key == key) return p.get();
@@ -86,16 +133,30 @@ const OneDnnConv::Prepared* OneDnnConv::Find(const model::Op& op,
       groups_ > 1 ? memory::dims{groups_, out_channels_ / groups_, in_channels_ / groups_,
                                  kernel_, kernel_}
                   : memory::dims{out_channels_, in_channels_, kernel_, kernel_};
-  const memory::desc weights_any(weight_dims, dt, Tag::any);
+  const memory::desc weights_any(weight_dims, int8_ ? memory::data_type::s8 : dt, Tag::any);
   const memory::desc bias_md({out_channels_}, memory::data_type::f32, Tag::x);
-  dnnl::post_ops post;
-  if (key.residual) post.append_sum(1.0f);
-  if (op.act == model::Activation::kRelu) {
-    post.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-  } else if (op.act == model::Activation::kRelu6) {
-    post.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, 6.0f);
-  }
   dnnl::primitive_attr attr;
+  dnnl::post_ops post;
+  if (int8_) {
+    // dst = output_scale[oc] * (acc + bias[oc]), acc in units of input_scale * weight[oc]; the
+    // u8 destination saturates at 0 and 255 (ReLU, and ReLU6 through the scale's range).
+    std::vector<float> output_scales(out_channels_);
+    p->int8_bias.resize(out_channels_);
+    const float* bias = bias_.data_ptr<float>();
+    for (int o = 0; o < out_channels_; ++o) {
+      const double acc_unit = key.input_scale * scales_.weight[o];
+      output_scales[o] = static_cast<float>(acc_unit / scales_.output);
+      p->int8_bias[o] = static_cast<float>(bias[o] / acc_unit);
+    }
+    attr.set_output_scales(1 << 1, output_scales);  // per output channel (dimension 1 of dst)
+  } else {
+    if (key.residual) post.append_sum(1.0f);
+    if (op.act == model::Activation::kRelu) {
+      post.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    } else if (op.act == model::Activation::kRelu6) {
+      post.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, 6.0f);
+    }
+  }
   attr.set_post_ops(post);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per call: concurrent instances
   try {
@@ -110,7 +171,9 @@ const OneDnnConv::Prepared* OneDnnConv::Find(const model::Op& op,
     return prepared_.back().get();
   }
   p->primitive.emplace(*p->pd);
-  // The weights in the kernel's layout: reordered once per layout, shared across shapes.
+  // The weights in the kernel's layout: reordered once per layout, shared across shapes. (INT8
+  // kernels without VNNI want weights pre-scaled against vpmaddubsw's saturation: the reorder
+  // into their desc does that.)
   const memory::desc wanted = p->pd->weights_desc();
   for (const auto& q : prepared_) {
     if (q->weights && q->weights->get_desc() == wanted) p->weights = q->weights;
@@ -126,7 +189,7 @@ const OneDnnConv::Prepared* OneDnnConv::Find(const model::Op& op,
     dnnl::reorder(source, *p->weights).execute(stream, source, *p->weights);
     stream.wait();
   }
-  p->bias = memory(bias_md, CpuEngine(), bias_.data_ptr());
+  p->bias = memory(bias_md, CpuEngine(), int8_ ? p->int8_bias.data() : bias_.data_ptr());
   prepared_.push_back(std::move(p));
   return prepared_.back().get();
 }
@@ -143,21 +206,27 @@ at::Tensor OneDnnConv::Run(const model::Op& op, const model::ResolvedPadding& pa
                            bool residual_reusable) const {
   const Prepared* p = Find(op, pad, x);
   if (!p->primitive) return {};
-  const at::TensorOptions options = x.options();
-  const std::array<int64_t, 4> out_sizes = {x.size(0), out_channels_, p->out_h, p->out_w};
+  const int64_t n = x.size(0);
   at::Tensor y;
-  if (residual.defined()) {
+  if (int8_) {
+    // NHWC quint8 storage viewed as NCHW, as the plan's quantised tensors are.
+    y = at::_empty_affine_quantized({n, p->out_h, p->out_w, out_channels_},
+                                    at::device(at::kCPU).dtype(at::kQUInt8), scales_.output, 0)
+            .permute({0, 3, 1, 2});
+  } else if (residual.defined()) {
     // The sum post-op adds what the destination holds.
     const bool in_place = residual_reusable && residual.scalar_type() == dtype_ &&
                           residual.is_contiguous(at::MemoryFormat::ChannelsLast);
     if (in_place) {
       y = residual;
     } else {
-      y = at::empty(out_sizes, options, at::MemoryFormat::ChannelsLast);
+      y = at::empty({n, out_channels_, p->out_h, p->out_w}, x.options(),
+                    at::MemoryFormat::ChannelsLast);
       y.copy_(residual);
     }
   } else {
-    y = at::empty(out_sizes, options, at::MemoryFormat::ChannelsLast);
+    y = at::empty({n, out_channels_, p->out_h, p->out_w}, x.options(),
+                  at::MemoryFormat::ChannelsLast);
   }
   const at::Tensor scratch =
       at::empty({static_cast<int64_t>(p->pd->scratchpad_desc().get_size())}, at::kByte);

@@ -27,6 +27,13 @@ QuantParams ParamsOf(const model::TensorScale& t, bool after_relu) {
   return {t.range / 127.0, 128};
 }
 
+// MOGSERVE_DIRECT_CONV=0 sends every convolution through LibTorch as before the direct path
+// (for A/B benchmarks in one binary, and as an escape hatch).
+bool DirectConvEnabled() {
+  const char* v = std::getenv("MOGSERVE_DIRECT_CONV");
+  return v == nullptr || std::string(v) != "0";
+}
+
 // LibTorch 1.13's quantize and dequantize kernels are slow here (quantizing the SSD's first
 // 32x256x256 map: 6.3 ms, dequantizing it 3.5 ms, single thread): these loops do the same on the
 // NHWC layout (contiguous for channels-last tensors) in ~0.5 ms, and the result is viewed back
@@ -83,8 +90,13 @@ at::Tensor PadQuantized(const at::Tensor& x, const model::ResolvedPadding& pad) 
   return Nchw(out);
 }
 
-at::Tensor RunInt8Conv(const Int8Conv& c, const model::ResolvedPadding& pad, const at::Tensor& x) {
+at::Tensor RunInt8Conv(const Int8Conv& c, const model::Op& op, const model::ResolvedPadding& pad,
+                       const at::Tensor& x) {
   at::Tensor q = Quantize(x, c.input);
+  if (c.direct != nullptr && c.direct->Accepts(q)) {
+    at::Tensor y = c.direct->Run(op, pad, q);
+    if (y.defined()) return y;
+  }
   if (c.explicit_padding && (pad.top | pad.bottom | pad.left | pad.right) != 0) {
     q = PadQuantized(q, pad);
   }
@@ -105,7 +117,7 @@ at::Tensor RunConv(const model::LayerPlan& plan, int index, const TorchWeights& 
   const OneDnnConv* direct = w.onednn.empty() ? nullptr : w.onednn[op.def].get();
   if (direct != nullptr) {
     const at::Tensor in = x.contiguous(at::MemoryFormat::ChannelsLast);
-    if (OneDnnConv::Accepts(in) && in.scalar_type() == w.dtype) {
+    if (direct->Accepts(in)) {
       // The residual's buffer may become the output when this op is its last reader and no
       // other tensor id holds it.
       const bool reusable = residual.defined() && plan.last_use(op.inputs[1]) == index &&
@@ -124,7 +136,7 @@ at::Tensor RunOp(const model::LayerPlan& plan, int index, const TorchWeights& w,
   const model::Network& net = plan.network();
   const model::Op& op = net.ops()[index];
   if (!w.int8.empty() && w.int8[index]) {
-    return RunInt8Conv(*w.int8[index], plan.padding(index), tensors[op.inputs[0]]);
+    return RunInt8Conv(*w.int8[index], op, plan.padding(index), tensors[op.inputs[0]]);
   }
   // Every other op runs in floating point.
   const at::Tensor x = Float(tensors[op.inputs[0]]);
@@ -173,13 +185,6 @@ PlanOutputs OutputStage(const model::LayerPlan& plan, const std::vector<at::Tens
 }
 
 }  // namespace
-
-// MOGSERVE_DIRECT_CONV=0 sends every convolution through LibTorch as before the direct path
-// (for A/B benchmarks in one binary, and as an escape hatch).
-static bool DirectConvEnabled() {
-  const char* v = std::getenv("MOGSERVE_DIRECT_CONV");
-  return v == nullptr || std::string(v) != "0";
-}
 
 TorchWeights MakeTorchWeights(const model::Network& net, const model::PreparedWeights& prepared,
                               at::ScalarType dtype, bool channels_last) {
@@ -243,6 +248,14 @@ void AddInt8Convs(const model::Network& net, const model::ActivationScales& scal
     const at::Tensor qweight =
         at::quantize_per_channel(weight, channel_scale,
                                  at::zeros({d.out_channels}, at::kLong), 0, at::kQInt8);
+    if (c->input.zero_point == 0 && c->output.zero_point == 0 && DirectConvEnabled()) {
+      Int8ConvScales direct_scales;
+      const at::Tensor s = channel_scale.contiguous();
+      direct_scales.weight.assign(s.data_ptr<double>(), s.data_ptr<double>() + s.numel());
+      direct_scales.output = c->output.scale;
+      c->direct = std::make_shared<const OneDnnConv>(d, weight, w->conv_bias[op.def],
+                                                     std::move(direct_scales));
+    }
     c->packed = prepack.call(qweight, w->conv_bias[op.def].to(at::kFloat),
                              c10::List<int64_t>({op.stride, op.stride}),
                              c10::List<int64_t>({pad, pad}),

@@ -28,6 +28,10 @@ struct QuantParams {
 // quantised per output channel (symmetric, scale = max |w| / 127 of the channel), bias in FP32,
 // requantisation to the output's scale and the ReLU fused into the one call.
 struct Int8Conv {
+  // oneDNN directly, when the input and output have a zero point of 0 (non-negative values:
+  // every INT8 convolution of the SSD); `packed` runs the rest and any case oneDNN has no
+  // kernel for.
+  std::shared_ptr<const OneDnnConv> direct;
   c10::intrusive_ptr<ConvPackedParamsBase<2>> packed;
   bool explicit_padding = false;  // prepacked without padding: pad the quantised input first
   QuantParams input, output;
