@@ -139,7 +139,9 @@ void AppendLatency(std::vector<Cell>& row, const LatencyStats& s) {
 }
 
 // The SSD's rows carry no size: its input is fixed.
-int RowSize(const EngineBenchRow& row) { return row.size > 0 ? row.size : model::kSsdInputSize; }
+int RowSize(const EngineBenchRow& row) {
+  return row.size > 0 ? row.size : model::kSsdInputSize;
+}
 
 // --onnxruntime: ONNX Runtime on the same network at every (size, batch) of the rows; a failure
 // is reported in the report, not an error (the engine's rows stand).
@@ -289,8 +291,8 @@ std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& r) {
       .AddColumn({"images_per_s", "images/s", mogface ? 2 : 1})
       .AddColumn({"gflops", "GFLOP/s"})
       .AddColumn({"peak_gflops", "", 1, 1, "", false, data})
-      .AddColumn({"fraction_of_peak", mogface ? "% of conv peak" : "% of its conv peak", 0, 100,
-                  "%"})
+      .AddColumn(
+          {"fraction_of_peak", mogface ? "% of conv peak" : "% of its conv peak", 0, 100, "%"})
       .AddColumn({"fraction_of_machine_peak", "% of FP32 machine peak", 0, 100, "%"})
       .AddColumn({"memory_baseline_bytes", "model MiB", 0, 1.0 / (1 << 20), "", false, mogface_md})
       .AddColumn({"memory_peak_bytes", "peak MiB", 0, 1.0 / (1 << 20), "", false, mogface_md});
@@ -309,9 +311,8 @@ std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& r) {
     std::vector<Cell> cells = {row.variant, int64_t{row.size}, row.precision, int64_t{row.batch}};
     AppendLatency(cells, row.batch_latency);
     cells.insert(cells.end(), {row.macs_per_image, row.ms_per_image, row.images_per_s, row.gflops,
-                               row.peak_gflops, row.fraction_of_peak,
-                               row.fraction_of_machine_peak, int64_t{row.memory_baseline_bytes},
-                               int64_t{row.memory_peak_bytes}});
+                               row.peak_gflops, row.fraction_of_peak, row.fraction_of_machine_peak,
+                               int64_t{row.memory_baseline_bytes}, int64_t{row.memory_peak_bytes}});
     const ReferenceComparison& ref = row.reference;
     if (ref.measured) {
       AppendLatency(cells, ref.latency);

@@ -62,8 +62,8 @@ StatusOr<OnnxRuntimeRun> RunOnnxRuntimeBench(const OnnxRuntimeBenchOptions& o) {
   OnnxRuntimeRun run;
   for (int size : o.sizes) {
     const std::string onnx = scratch.path() + "/" + o.model + std::to_string(size) + ".onnx";
-    std::vector<std::string> argv = {o.python, export_script, o.model, onnx,
-                                     "--size", std::to_string(size)};
+    std::vector<std::string> argv = {o.python, export_script, o.model,
+                                     onnx,     "--size",      std::to_string(size)};
     if (o.model == "mogface") {
       argv.insert(argv.end(), {"--variant", o.variant, "--checkpoint", weights});
     } else if (!o.ssd_model_dir.empty()) {
@@ -75,9 +75,8 @@ StatusOr<OnnxRuntimeRun> RunOnnxRuntimeBench(const OnnxRuntimeBenchOptions& o) {
       MOGSERVE_ASSIGN_OR_RETURN(
           const std::string line,
           Capture({"node", bench_script, onnx, "--modules", modules, "--batch",
-                   std::to_string(batch), "--threads", std::to_string(o.threads),
-                   "--min-seconds", std::to_string(o.min_seconds), "--min-runs",
-                   std::to_string(o.min_runs)}));
+                   std::to_string(batch), "--threads", std::to_string(o.threads), "--min-seconds",
+                   std::to_string(o.min_seconds), "--min-runs", std::to_string(o.min_runs)}));
       const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
       if (j.is_discarded() || !j.contains("median_ms")) {
         return Internal("tools/ort_bench.js printed no JSON line: " + line);

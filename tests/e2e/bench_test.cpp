@@ -76,13 +76,12 @@ TEST(BenchE2E, SsdEngineBenchMeasuresEachPrecisionAgainstItsOwnPeak) {
   TempDir tmp;
   const std::string json_path = tmp / "bench.json";
   const bool bf16 = ::mogserve::testing::NoBf16Reason().empty();
-  const std::vector<std::string> want =
-      bf16 ? std::vector<std::string>{"fp32", "bf16", "int8"}
-           : std::vector<std::string>{"fp32", "int8"};
-  const ProcessResult r = RunMogserve(
-      {"bench", "engine", "--model-dir", TestModelDir(), "--batch-sizes", "1", "--iterations",
-       "1", "--min-seconds", "0", "--default-only", "--precisions",
-       bf16 ? "fp32,bf16,int8" : "fp32,int8", "--json", json_path});
+  const std::vector<std::string> want = bf16 ? std::vector<std::string>{"fp32", "bf16", "int8"}
+                                             : std::vector<std::string>{"fp32", "int8"};
+  const ProcessResult r =
+      RunMogserve({"bench", "engine", "--model-dir", TestModelDir(), "--batch-sizes", "1",
+                   "--iterations", "1", "--min-seconds", "0", "--default-only", "--precisions",
+                   bf16 ? "fp32,bf16,int8" : "fp32,int8", "--json", json_path});
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
   const nlohmann::json report = nlohmann::json::parse(ReadText(json_path));
   ASSERT_EQ(report["rows"].size(), want.size()) << report.dump(2);

@@ -184,14 +184,13 @@ TEST(PlanRunner, DirectOneDnnInt8ConvolutionsMatchLibTorch) {
     c = copy;
   }
   EXPECT_GE(int8_ops, 30);  // all but the input convolution and the 6 heads
-  const at::Tensor in = ToTensor(PhotoInput(**ssd, "sample2.jpg", 512, 512), 512, 512,
-                                 at::kFloat, true);
+  const at::Tensor in =
+      ToTensor(PhotoInput(**ssd, "sample2.jpg", 512, 512), 512, 512, at::kFloat, true);
   const PlanOutputs a = RunPlan(*plan, direct, in);
   const PlanOutputs b = RunPlan(*plan, libtorch, in);
   const double scores = (a.scores - b.scores).abs().max().item<double>();
   const double boxes = (a.boxes - b.boxes).abs().max().item<double>();
-  std::printf("SSD int8 direct vs LibTorch: max |d score| %.3g, max |d box| %.3g\n", scores,
-              boxes);
+  std::printf("SSD int8 direct vs LibTorch: max |d score| %.3g, max |d box| %.3g\n", scores, boxes);
   // Measured: 0.0102 / 0.31 (AVX-512 VNNI, Zen 5), 0.015 / 0.227 (the same CPU capped at AVX2).
   EXPECT_LE(scores, 0.03);
   EXPECT_LE(boxes, 0.6);

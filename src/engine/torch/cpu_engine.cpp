@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <type_traits>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 
 #include "common/cpu_info.h"
@@ -222,8 +222,8 @@ StatusOr<std::unique_ptr<Engine>> CreateCpuEngine(const EngineOptions& options,
   try {
     c10::InferenceMode inference_mode;
     const at::ScalarType dtype = options.precision == Precision::kBf16 ? at::kBFloat16 : at::kFloat;
-    auto weights = std::make_shared<TorchWeights>(
-        torch_backend::MakeTorchWeights(*model->network(), model->weights(), dtype, options.cpu.channels_last));
+    auto weights = std::make_shared<TorchWeights>(torch_backend::MakeTorchWeights(
+        *model->network(), model->weights(), dtype, options.cpu.channels_last));
     if (options.precision == Precision::kInt8) {
       using Layers = EngineOptions::Int8FloatLayers;
       const Layers l = options.int8_float_layers;
@@ -254,8 +254,8 @@ Status CollectActivationHistograms(const EngineOptions& options,
   }
   try {
     c10::InferenceMode inference_mode;
-    auto weights = std::make_shared<TorchWeights>(
-        torch_backend::MakeTorchWeights(*model->network(), model->weights(), at::kFloat, options.cpu.channels_last));
+    auto weights = std::make_shared<TorchWeights>(torch_backend::MakeTorchWeights(
+        *model->network(), model->weights(), at::kFloat, options.cpu.channels_last));
     CpuEngine engine(std::move(info), std::move(model), std::move(weights));
     for (const CanvasBatch& batch : batches) {
       MOGSERVE_RETURN_IF_ERROR(engine.Observe(batch, calibrated, *histograms));

@@ -112,11 +112,16 @@ bool OneDnnConv::Accepts(const at::Tensor& x) const {
   return x.scalar_type() == dtype_;
 }
 
-const OneDnnConv::Prepared* OneDnnConv::Find(const model::Op& op,
-                                             const model::ResolvedPadding& pad,
+const OneDnnConv::Prepared* OneDnnConv::Find(const model::Op& op, const model::ResolvedPadding& pad,
                                              const at::Tensor& x) const {
-  const Key key{x.size(0), x.size(2), x.size(3),        op.stride,
-                op.dilation, pad,    op.act,           op.inputs.size() > 1,
+  const Key key{x.size(0),
+                x.size(2),
+                x.size(3),
+                op.stride,
+                op.dilation,
+                pad,
+                op.act,
+                op.inputs.size() > 1,
                 int8_ ? x.q_scale() : 0.0};
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& p : prepared_) {
@@ -130,9 +135,9 @@ const OneDnnConv::Prepared* OneDnnConv::Find(const model::Op& op,
   const memory::desc src({key.n, in_channels_, key.h, key.w}, dt, Tag::nhwc);
   const memory::desc dst({key.n, out_channels_, p->out_h, p->out_w}, dt, Tag::nhwc);
   const memory::dims weight_dims =
-      groups_ > 1 ? memory::dims{groups_, out_channels_ / groups_, in_channels_ / groups_,
-                                 kernel_, kernel_}
-                  : memory::dims{out_channels_, in_channels_, kernel_, kernel_};
+      groups_ > 1
+          ? memory::dims{groups_, out_channels_ / groups_, in_channels_ / groups_, kernel_, kernel_}
+          : memory::dims{out_channels_, in_channels_, kernel_, kernel_};
   const memory::desc weights_any(weight_dims, int8_ ? memory::data_type::s8 : dt, Tag::any);
   const memory::desc bias_md({out_channels_}, memory::data_type::f32, Tag::x);
   dnnl::primitive_attr attr;
@@ -161,9 +166,9 @@ const OneDnnConv::Prepared* OneDnnConv::Find(const model::Op& op,
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per call: concurrent instances
   try {
     const dnnl::convolution_forward::desc desc(
-        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
-        weights_any, bias_md, dst, {op.stride, op.stride},
-        {op.dilation - 1, op.dilation - 1}, {pad.top, pad.left}, {pad.bottom, pad.right});
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, weights_any,
+        bias_md, dst, {op.stride, op.stride}, {op.dilation - 1, op.dilation - 1},
+        {pad.top, pad.left}, {pad.bottom, pad.right});
     p->pd.emplace(desc, attr, CpuEngine());
   } catch (const dnnl::error& e) {
     if (e.status != dnnl_unimplemented) throw;

@@ -39,16 +39,22 @@ bool DirectConvEnabled() {
 // NHWC layout (contiguous for channels-last tensors) in ~0.5 ms, and the result is viewed back
 // as NCHW with channels-last strides (no copy). Round half up instead of half to even: ties are
 // rare and one step apart either way.
-at::Tensor Nhwc(const at::Tensor& x) { return x.permute({0, 2, 3, 1}).contiguous(); }
-at::Tensor Nchw(const at::Tensor& nhwc) { return nhwc.permute({0, 3, 1, 2}); }
+at::Tensor Nhwc(const at::Tensor& x) {
+  return x.permute({0, 2, 3, 1}).contiguous();
+}
+at::Tensor Nchw(const at::Tensor& nhwc) {
+  return nhwc.permute({0, 3, 1, 2});
+}
 
-uint8_t* Bytes(const at::Tensor& q) { return reinterpret_cast<uint8_t*>(q.data_ptr<c10::quint8>()); }
+uint8_t* Bytes(const at::Tensor& q) {
+  return reinterpret_cast<uint8_t*>(q.data_ptr<c10::quint8>());
+}
 
 at::Tensor Quantize(const at::Tensor& x, const QuantParams& q) {
   if (x.is_quantized()) return x;
   const at::Tensor src = Nhwc(x.to(at::kFloat));
-  at::Tensor out = at::_empty_affine_quantized(
-      src.sizes(), at::device(at::kCPU).dtype(at::kQUInt8), q.scale, q.zero_point);
+  at::Tensor out = at::_empty_affine_quantized(src.sizes(), at::device(at::kCPU).dtype(at::kQUInt8),
+                                               q.scale, q.zero_point);
   const float* in = src.data_ptr<float>();
   uint8_t* dst = Bytes(out);
   const float inv = static_cast<float>(1.0 / q.scale);
@@ -197,8 +203,8 @@ TorchWeights MakeTorchWeights(const model::Network& net, const model::PreparedWe
     w.conv_weight.push_back(FromHost(c.weight).to(dtype).contiguous(format));
     w.conv_bias.push_back(FromHost(c.bias).to(dtype).contiguous());
     if (channels_last && DirectConvEnabled()) {
-      w.onednn.push_back(std::make_shared<const OneDnnConv>(
-          net.convs()[d], w.conv_weight[d], w.conv_bias[d], dtype));
+      w.onednn.push_back(std::make_shared<const OneDnnConv>(net.convs()[d], w.conv_weight[d],
+                                                            w.conv_bias[d], dtype));
     }
   }
   for (const model::PreparedNorm& n : prepared.norms) {
@@ -210,12 +216,11 @@ TorchWeights MakeTorchWeights(const model::Network& net, const model::PreparedWe
 
 void AddInt8Convs(const model::Network& net, const model::ActivationScales& scales,
                   const Int8Choice& choice, TorchWeights* w) {
-  static const auto prepack =
-      c10::Dispatcher::singleton()
-          .findSchemaOrThrow("quantized::conv2d_prepack", "")
-          .typed<c10::intrusive_ptr<ConvPackedParamsBase<2>>(
-              at::Tensor, c10::optional<at::Tensor>, c10::List<int64_t>, c10::List<int64_t>,
-              c10::List<int64_t>, int64_t)>();
+  static const auto prepack = c10::Dispatcher::singleton()
+                                  .findSchemaOrThrow("quantized::conv2d_prepack", "")
+                                  .typed<c10::intrusive_ptr<ConvPackedParamsBase<2>>(
+                                      at::Tensor, c10::optional<at::Tensor>, c10::List<int64_t>,
+                                      c10::List<int64_t>, c10::List<int64_t>, int64_t)>();
   std::vector<bool> output_tensor(net.tensor_channels().size(), false);
   for (const model::OutputLevel& level : net.outputs()) {
     output_tensor[level.score_tensor] = output_tensor[level.box_tensor] = true;
@@ -239,15 +244,14 @@ void AddInt8Convs(const model::Network& net, const model::ActivationScales& scal
     // TF SAME with stride > 1 pads asymmetrically on even sizes: pad explicitly at run time.
     // Stride 1 (odd kernels) is symmetric at every size.
     c->explicit_padding = op.padding.tf_same && op.stride > 1;
-    const int64_t pad = c->explicit_padding ? 0
+    const int64_t pad = c->explicit_padding  ? 0
                         : op.padding.tf_same ? (op.kernel - 1) / 2 * op.dilation
                                              : op.padding.pad;
     const at::Tensor weight = w->conv_weight[op.def].to(at::kFloat).contiguous();
     const at::Tensor channel_scale =
         (weight.abs().amax({1, 2, 3}).clamp_min(1e-12) / 127.0).to(at::kDouble);
-    const at::Tensor qweight =
-        at::quantize_per_channel(weight, channel_scale,
-                                 at::zeros({d.out_channels}, at::kLong), 0, at::kQInt8);
+    const at::Tensor qweight = at::quantize_per_channel(
+        weight, channel_scale, at::zeros({d.out_channels}, at::kLong), 0, at::kQInt8);
     if (c->input.zero_point == 0 && c->output.zero_point == 0 && DirectConvEnabled()) {
       Int8ConvScales direct_scales;
       const at::Tensor s = channel_scale.contiguous();
@@ -256,10 +260,9 @@ void AddInt8Convs(const model::Network& net, const model::ActivationScales& scal
       c->direct = std::make_shared<const OneDnnConv>(d, weight, w->conv_bias[op.def],
                                                      std::move(direct_scales));
     }
-    c->packed = prepack.call(qweight, w->conv_bias[op.def].to(at::kFloat),
-                             c10::List<int64_t>({op.stride, op.stride}),
-                             c10::List<int64_t>({pad, pad}),
-                             c10::List<int64_t>({op.dilation, op.dilation}), d.groups);
+    c->packed = prepack.call(
+        qweight, w->conv_bias[op.def].to(at::kFloat), c10::List<int64_t>({op.stride, op.stride}),
+        c10::List<int64_t>({pad, pad}), c10::List<int64_t>({op.dilation, op.dilation}), d.groups);
     w->int8[i] = std::move(c);
   }
   // The FP32 copy of a kernel only INT8 ops use is no longer needed (oneDNN keeps its packed

@@ -45,8 +45,8 @@ struct TorchWeights {
   // By ConvDef index, OIHW in dtype and memory format; undefined for a kernel that only INT8 ops
   // use (AddInt8Convs releases it).
   std::vector<at::Tensor> conv_weight;
-  std::vector<at::Tensor> conv_bias;    // [out] in dtype
-  std::vector<at::Tensor> norm_gamma;   // by NormDef index, FP32
+  std::vector<at::Tensor> conv_bias;   // [out] in dtype
+  std::vector<at::Tensor> norm_gamma;  // by NormDef index, FP32
   std::vector<at::Tensor> norm_beta;
   // Precision int8: by op index, the convolutions run INT8 (null: the op runs in dtype, FP32).
   std::vector<std::shared_ptr<const Int8Conv>> int8;
