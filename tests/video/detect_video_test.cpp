@@ -525,7 +525,9 @@ TEST(DetectVideo, SigintStopsALiveSourceCleanly) {
   ASSERT_TRUE(child.Start(MogserveBinary(),
                           DetectVideoArgs({"tcp://127.0.0.1:" + std::to_string(silent.port()),
                                            "--open-timeout", "60", "--io-timeout", "60"})));
-  std::this_thread::sleep_for(milliseconds(1500));  // the model loads, the source is opened
+  // The model loaded and the source is being opened (a fixed sleep here let a loaded machine's
+  // SIGINT arrive before the process had started, killing it by the default action).
+  ASSERT_TRUE(silent.WaitForConnection(120000));
   ASSERT_TRUE(child.Running());
   const auto start = std::chrono::steady_clock::now();
   child.Signal(SIGINT);

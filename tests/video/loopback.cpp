@@ -79,6 +79,11 @@ SilentListener::~SilentListener() {
   close(fd_);
 }
 
+bool SilentListener::WaitForConnection(int timeout_ms) const {
+  pollfd p{fd_, POLLIN, 0};  // a listening socket is readable once a connection is pending
+  return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN) != 0;
+}
+
 FixedStatusHttpServer::FixedStatusHttpServer(std::string status_line)
     : status_line_(std::move(status_line)) {
   fd_ = ListenOnLoopback(&port_);

@@ -24,6 +24,9 @@ class SilentListener {
   SilentListener();
   ~SilentListener();
   int port() const { return port_; }
+  // Whether a client connected (its connection waits in the backlog, never accepted) within
+  // `timeout_ms`: the client has got as far as opening the source.
+  bool WaitForConnection(int timeout_ms) const;
 
  private:
   int fd_ = -1;
