@@ -3,10 +3,15 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "engine/block_cache.h"
@@ -23,13 +28,63 @@ size_t RoundUp(size_t n) {
   return (std::max<size_t>(n, 1) + kAlignment - 1) / kAlignment * kAlignment;
 }
 
+// Blocks of 2 MiB and more are mapped on their own, 2 MiB aligned, with transparent huge pages
+// asked for (MADV_HUGEPAGE: Debian's default THP mode is "madvise"). A block's first use faults
+// it in page by page, and on a VM a 4 KiB fault costs ~10 us: the first batch-8 pass of the SSD
+// spent 480 of its 670 ms faulting its activations in; 2 MiB pages cut the faults 512-fold (a
+// fresh 134 MiB buffer: 360 ms to touch with 4 KiB pages, 90-200 ms with huge pages on the Zen 5
+// VM). MOGSERVE_HUGE_PAGES=0 maps them with plain pages (A/B).
+constexpr size_t kHugePage = size_t{2} << 20;
+
+bool HugePagesWanted() {
+  static const bool wanted = [] {
+    const char* env = std::getenv("MOGSERVE_HUGE_PAGES");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }();
+  return wanted;
+}
+
+size_t MappedLength(size_t bytes) {
+  return (bytes + kHugePage - 1) / kHugePage * kHugePage;
+}
+
+// `bytes` includes the header; SystemFree must get the same count.
+void* SystemAllocate(size_t bytes) {
+  if (bytes < kHugePage) return std::aligned_alloc(kAlignment, bytes);
+  const size_t length = MappedLength(bytes);
+  // Over-map by one huge page and trim, so the block starts on a 2 MiB boundary.
+  void* raw =
+      mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const auto start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  if (aligned > start) munmap(raw, aligned - start);
+  const uintptr_t tail = start + length + kHugePage - (aligned + length);
+  if (tail > 0) munmap(reinterpret_cast<void*>(aligned + length), tail);
+  void* block = reinterpret_cast<void*>(aligned);
+  if (HugePagesWanted()) madvise(block, length, MADV_HUGEPAGE);  // advice: failure is harmless
+  return block;
+}
+
+void SystemFree(void* base, size_t bytes) {
+  if (bytes < kHugePage) {
+    std::free(base);
+  } else {
+    munmap(base, MappedLength(bytes));
+  }
+}
+
+void FreeBlocks(const std::vector<BlockCache::Block>& blocks) {
+  for (const BlockCache::Block& b : blocks) SystemFree(b.base, b.size + kHeader);
+}
+
 class CachingCpuAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t n) const override {
     const size_t size = RoundUp(n);
     void* base = TakeCached(size);
     if (base == nullptr) {
-      base = std::aligned_alloc(kAlignment, size + kHeader);
+      base = SystemAllocate(size + kHeader);
       if (base == nullptr) throw std::bad_alloc();
       *static_cast<size_t*>(base) = size;
       std::lock_guard<std::mutex> lock(mu_);
@@ -55,7 +110,7 @@ class CachingCpuAllocator final : public c10::Allocator {
       if (cache_.cached_bytes() > bytes) release = cache_.Clear();
       stats_.cached_bytes = cache_.cached_bytes();
     }
-    for (const BlockCache::Block& b : release) std::free(b.base);
+    FreeBlocks(release);
   }
 
   int64_t ReleaseCached() {
@@ -66,10 +121,8 @@ class CachingCpuAllocator final : public c10::Allocator {
       stats_.cached_bytes = cache_.cached_bytes();
     }
     int64_t bytes = 0;
-    for (const BlockCache::Block& b : release) {
-      bytes += static_cast<int64_t>(b.size);
-      std::free(b.base);
-    }
+    for (const BlockCache::Block& b : release) bytes += static_cast<int64_t>(b.size);
+    FreeBlocks(release);
     return bytes;
   }
 
@@ -108,7 +161,7 @@ class CachingCpuAllocator final : public c10::Allocator {
       release = cache_.Put({base, size});
       stats_.cached_bytes = cache_.cached_bytes();
     }
-    for (const BlockCache::Block& b : release) std::free(b.base);
+    FreeBlocks(release);
   }
 
   // Requires mu_.

@@ -73,8 +73,11 @@ struct OneDnnConv::Prepared {
   Key key;
   std::optional<dnnl::convolution_forward::primitive_desc> pd;  // empty: no oneDNN kernel
   std::optional<dnnl::convolution_forward> primitive;
-  std::shared_ptr<memory> weights;  // in pd's layout; shared by keys that want the same one
-  std::vector<float> int8_bias;     // INT8: the bias in accumulator units (of this input scale)
+  // In pd's layout, shared by keys that want the same one; the buffer is a LibTorch tensor so
+  // the caching allocator serves and counts it like every other engine buffer.
+  std::shared_ptr<memory> weights;
+  at::Tensor weights_storage;
+  std::vector<float> int8_bias;  // INT8: the bias in accumulator units (of this input scale)
   memory bias;
   int64_t out_h = 0, out_w = 0;
 };
@@ -181,7 +184,10 @@ const OneDnnConv::Prepared* OneDnnConv::Find(const model::Op& op, const model::R
   // into their desc does that.)
   const memory::desc wanted = p->pd->weights_desc();
   for (const auto& q : prepared_) {
-    if (q->weights && q->weights->get_desc() == wanted) p->weights = q->weights;
+    if (q->weights && q->weights->get_desc() == wanted) {
+      p->weights = q->weights;
+      p->weights_storage = q->weights_storage;
+    }
   }
   if (!p->weights) {
     // The stored tensor as it is laid out (OIHW, any strides; grouped: G x O/G x I/G x k x k).
@@ -189,7 +195,8 @@ const OneDnnConv::Prepared* OneDnnConv::Find(const model::Op& op, const model::R
     if (groups_ > 1) strides.insert(strides.begin(), strides[0] * (out_channels_ / groups_));
     const memory::desc user(weight_dims, DataType(weight_.scalar_type()), strides);
     memory source(user, CpuEngine(), weight_.data_ptr());
-    p->weights = std::make_shared<memory>(wanted, CpuEngine());
+    p->weights_storage = at::empty({static_cast<int64_t>(wanted.get_size())}, at::kByte);
+    p->weights = std::make_shared<memory>(wanted, CpuEngine(), p->weights_storage.data_ptr());
     dnnl::stream stream(CpuEngine());
     dnnl::reorder(source, *p->weights).execute(stream, source, *p->weights);
     stream.wait();
