@@ -12,11 +12,6 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-const dnnl::engine& CpuEngine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
 memory::data_type DataType(at::ScalarType t) {
   switch (t) {
     case at::kBFloat16:
@@ -68,6 +63,11 @@ at::Tensor QuantizeWeights(const at::Tensor& weight, const std::vector<double>& 
 }
 
 }  // namespace
+
+const dnnl::engine& OneDnnCpuEngine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
 
 struct OneDnnConv::Prepared {
   Key key;
@@ -172,7 +172,7 @@ const OneDnnConv::Prepared* OneDnnConv::Find(const model::Op& op, const model::R
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, weights_any,
         bias_md, dst, {op.stride, op.stride}, {op.dilation - 1, op.dilation - 1},
         {pad.top, pad.left}, {pad.bottom, pad.right});
-    p->pd.emplace(desc, attr, CpuEngine());
+    p->pd.emplace(desc, attr, OneDnnCpuEngine());
   } catch (const dnnl::error& e) {
     if (e.status != dnnl_unimplemented) throw;
     prepared_.push_back(std::move(p));  // remembered: LibTorch runs this case
@@ -194,14 +194,14 @@ const OneDnnConv::Prepared* OneDnnConv::Find(const model::Op& op, const model::R
     memory::dims strides(weight_.strides().begin(), weight_.strides().end());
     if (groups_ > 1) strides.insert(strides.begin(), strides[0] * (out_channels_ / groups_));
     const memory::desc user(weight_dims, DataType(weight_.scalar_type()), strides);
-    memory source(user, CpuEngine(), weight_.data_ptr());
+    memory source(user, OneDnnCpuEngine(), weight_.data_ptr());
     p->weights_storage = at::empty({static_cast<int64_t>(wanted.get_size())}, at::kByte);
-    p->weights = std::make_shared<memory>(wanted, CpuEngine(), p->weights_storage.data_ptr());
-    dnnl::stream stream(CpuEngine());
+    p->weights = std::make_shared<memory>(wanted, OneDnnCpuEngine(), p->weights_storage.data_ptr());
+    dnnl::stream stream(OneDnnCpuEngine());
     dnnl::reorder(source, *p->weights).execute(stream, source, *p->weights);
     stream.wait();
   }
-  p->bias = memory(bias_md, CpuEngine(), int8_ ? p->int8_bias.data() : bias_.data_ptr());
+  p->bias = memory(bias_md, OneDnnCpuEngine(), int8_ ? p->int8_bias.data() : bias_.data_ptr());
   prepared_.push_back(std::move(p));
   return prepared_.back().get();
 }
@@ -242,10 +242,10 @@ at::Tensor OneDnnConv::Run(const model::Op& op, const model::ResolvedPadding& pa
   }
   const at::Tensor scratch =
       at::empty({static_cast<int64_t>(p->pd->scratchpad_desc().get_size())}, at::kByte);
-  memory src(p->pd->src_desc(), CpuEngine(), x.data_ptr());
-  memory dst(p->pd->dst_desc(), CpuEngine(), y.data_ptr());
-  memory pad_memory(p->pd->scratchpad_desc(), CpuEngine(), scratch.data_ptr());
-  dnnl::stream stream(CpuEngine());
+  memory src(p->pd->src_desc(), OneDnnCpuEngine(), x.data_ptr());
+  memory dst(p->pd->dst_desc(), OneDnnCpuEngine(), y.data_ptr());
+  memory pad_memory(p->pd->scratchpad_desc(), OneDnnCpuEngine(), scratch.data_ptr());
+  dnnl::stream stream(OneDnnCpuEngine());
   p->primitive->execute(stream, {{DNNL_ARG_SRC, src},
                                  {DNNL_ARG_WEIGHTS, *p->weights},
                                  {DNNL_ARG_BIAS, p->bias},

@@ -34,6 +34,12 @@ bool DirectConvEnabled() {
   return v == nullptr || std::string(v) != "0";
 }
 
+// MOGSERVE_WINOGRAD=0 runs FP32 3x3 convolutions directly (A/B); needs the direct path.
+bool WinogradEnabled() {
+  const char* v = std::getenv("MOGSERVE_WINOGRAD");
+  return DirectConvEnabled() && (v == nullptr || std::string(v) != "0");
+}
+
 // LibTorch 1.13's quantize and dequantize kernels are slow here (quantizing the SSD's first
 // 32x256x256 map: 6.3 ms, dequantizing it 3.5 ms, single thread): these loops do the same on the
 // NHWC layout (contiguous for channels-last tensors) in ~0.5 ms, and the result is viewed back
@@ -121,14 +127,18 @@ at::Tensor RunConv(const model::LayerPlan& plan, int index, const TorchWeights& 
   const at::Tensor x = Float(tensors[op.inputs[0]]);
   const at::Tensor residual = op.inputs.size() > 1 ? Float(tensors[op.inputs[1]]) : at::Tensor();
   const OneDnnConv* direct = w.onednn.empty() ? nullptr : w.onednn[op.def].get();
-  if (direct != nullptr) {
+  const WinogradConv* winograd = w.winograd.empty() ? nullptr : w.winograd[op.def].get();
+  if (direct != nullptr || winograd != nullptr) {
     const at::Tensor in = x.contiguous(at::MemoryFormat::ChannelsLast);
-    if (direct->Accepts(in)) {
-      // The residual's buffer may become the output when this op is its last reader and no
-      // other tensor id holds it.
-      const bool reusable = residual.defined() && plan.last_use(op.inputs[1]) == index &&
-                            op.inputs[1] != op.inputs[0] && residual.use_count() <= 2 &&
-                            residual.storage().use_count() == 1;
+    // The residual's buffer may become the output when this op is its last reader and no
+    // other tensor id holds it.
+    const bool reusable = residual.defined() && plan.last_use(op.inputs[1]) == index &&
+                          op.inputs[1] != op.inputs[0] && residual.use_count() <= 2 &&
+                          residual.storage().use_count() == 1;
+    if (winograd != nullptr && winograd->Suits(op, plan.padding(index), in)) {
+      return winograd->Run(op, plan.padding(index), in, residual, reusable);
+    }
+    if (direct != nullptr && direct->Accepts(in)) {
       at::Tensor y = direct->Run(op, plan.padding(index), in, residual, reusable);
       if (y.defined()) return y;
     }
@@ -206,6 +216,12 @@ TorchWeights MakeTorchWeights(const model::Network& net, const model::PreparedWe
       w.onednn.push_back(std::make_shared<const OneDnnConv>(net.convs()[d], w.conv_weight[d],
                                                             w.conv_bias[d], dtype));
     }
+    if (channels_last && dtype == at::kFloat && WinogradEnabled()) {
+      w.winograd.push_back(WinogradConv::Eligible(net.convs()[d])
+                               ? std::make_shared<const WinogradConv>(
+                                     net.convs()[d], w.conv_weight[d], w.conv_bias[d])
+                               : nullptr);
+    }
   }
   for (const model::PreparedNorm& n : prepared.norms) {
     w.norm_gamma.push_back(FromHost(n.gamma));
@@ -276,6 +292,7 @@ void AddInt8Convs(const model::Network& net, const model::ActivationScales& scal
     if (float_use[d]) continue;
     w->conv_weight[d] = at::Tensor();
     if (!w->onednn.empty()) w->onednn[d] = nullptr;
+    if (!w->winograd.empty()) w->winograd[d] = nullptr;
   }
 }
 

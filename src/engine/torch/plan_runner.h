@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/torch/onednn_conv.h"
+#include "engine/torch/winograd_conv.h"
 #include "model/activation_scales.h"
 #include "model/layer_plan.h"
 #include "model/prepared_weights.h"
@@ -54,6 +55,10 @@ struct TorchWeights {
   // null for a kernel only INT8 ops use). Empty: every conv goes through LibTorch (tests clear
   // it to compare the two).
   std::vector<std::shared_ptr<const OneDnnConv>> onednn;
+  // By ConvDef index, the FP32 3x3 convolutions Winograd F(4x4, 3x3) may run (null where not
+  // eligible); an op runs there when WinogradConv::Suits it, else as above. Empty: none (FP32
+  // with MOGSERVE_WINOGRAD=0, other precisions; tests clear it to compare).
+  std::vector<std::shared_ptr<const WinogradConv>> winograd;
 };
 
 // Which convolutions stay in floating point under int8.
