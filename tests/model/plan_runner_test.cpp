@@ -281,10 +281,11 @@ TEST(PlanRunner, WinogradConvolutionMatchesLibTorchInDouble) {
   op.dilation = 2;
   EXPECT_FALSE(conv.Suits(op, {2, 2, 2, 2}, x));
   op.dilation = 1;
-  const at::Tensor small = at::randn({1, 8, 16, 16}).contiguous(at::MemoryFormat::ChannelsLast);
-  EXPECT_FALSE(conv.Suits(op, {1, 1, 1, 1}, small));                // 16 tiles
-  EXPECT_FALSE(conv.Suits(op, {1, 1, 1, 1}, x.contiguous()));       // NCHW
-  EXPECT_FALSE(conv.Suits(op, {1, 1, 1, 1}, x.to(at::kBFloat16)));  // not FP32
+  const at::Tensor small = at::randn({1, 8, 12, 12}).contiguous(at::MemoryFormat::ChannelsLast);
+  EXPECT_FALSE(conv.Suits(op, {1, 1, 1, 1}, small));                   // 9 tiles
+  EXPECT_TRUE(conv.Suits(op, {1, 1, 1, 1}, at::cat({small, small})));  // 18 tiles in a batch
+  EXPECT_FALSE(conv.Suits(op, {1, 1, 1, 1}, x.contiguous()));          // NCHW
+  EXPECT_FALSE(conv.Suits(op, {1, 1, 1, 1}, x.to(at::kBFloat16)));     // not FP32
   model::ConvDef depthwise = def;
   depthwise.groups = 8;
   EXPECT_FALSE(WinogradConv::Eligible(depthwise));
