@@ -7,8 +7,13 @@
 #     photos (10 copies of tests/data/photos), 2 threads;
 #   - `bench engine` SSD batch 1 and 4 with ONNX Runtime on the same network (--onnxruntime;
 #     ONNX Runtime cannot be capped at AVX2: it runs this CPU's own kernels in both sections);
-#   - `bench engine` MogFace R101 (synthetic weights) 320², batch 1, with ONNX Runtime
-#     (skipped with --no-mogface: ~3 minutes).
+#   - `bench engine` MogFace R101 (synthetic weights) 320², batch 1, with ONNX Runtime, also
+#     with the direct path's Winograd F(4x4,3x3) off (MOGSERVE_WINOGRAD=0) (skipped with
+#     --no-mogface: ~5 minutes).
+# YUNET_BENCH=/path/to/driver adds libfacedetection's YuNet to the detect rounds, as shipped and
+# with glibc's malloc kept from returning memory (MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=
+# 4294967295): a driver of your own around its C++ API taking `--jpeg-min-long 512 --out FILE
+# IMAGE...` and printing "-> N img/s" (libfacedetection is not a dependency of mogserve).
 # Usage: scripts/bench_cpu_isa.sh OUT.md [ROUNDS] [--no-mogface]   (needs a build in build/)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,8 +32,19 @@ isa_env() { if [ "$1" = native ]; then echo "MOGSERVE_CPU_ISA=native"; else
   echo "MOGSERVE_CPU_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2"; fi; }
 precisions() { if [ "$1" = native ] && grep -qw avx512bw /proc/cpuinfo; then
   echo "fp32 bf16 int8"; else echo "fp32 int8"; fi; }
-conv_env() { if [ "$1" = direct ]; then echo "MOGSERVE_DIRECT_CONV=1"; else
-  echo "MOGSERVE_DIRECT_CONV=0"; fi; }
+conv_env() { case "$1" in
+  direct) echo "MOGSERVE_DIRECT_CONV=1" ;;
+  no-winograd) echo "MOGSERVE_DIRECT_CONV=1 MOGSERVE_WINOGRAD=0" ;;
+  *) echo "MOGSERVE_DIRECT_CONV=0" ;;
+esac; }
+# One timed YuNet run over the photos: images/s, wall clock (process start included).
+yunet_rate() {
+  local start end
+  start=$(date +%s.%N)
+  env "$@" "$YUNET_BENCH" --jpeg-min-long 512 --out "$DIR/yunet.jsonl" "$DIR"/photos/* >/dev/null 2>&1
+  end=$(date +%s.%N)
+  awk -v s="$start" -v e="$end" 'BEGIN { printf "%.2f", 100 / (e - s) }'
+}
 {
   echo "# CPU kinds side by side (scripts/bench_cpu_isa.sh)"
   echo
@@ -36,7 +52,8 @@ conv_env() { if [ "$1" = direct ]; then echo "MOGSERVE_DIRECT_CONV=1"; else
   echo "CPU: $(lscpu | sed -n 's/^Model name: *//p') (family $(lscpu | sed -n 's/^CPU family: *//p'),"
   echo "model $(lscpu | sed -n 's/^Model: *//p')). \"avx2\" = this CPU capped by MOGSERVE_CPU_ISA=avx2"
   echo "(an emulation: the same cores and caches, AVX2 kernels; a real AVX2 CPU such as Zen 1 is slower)."
-  echo "\"direct\": convolutions through oneDNN directly (the default); \"libtorch\": through LibTorch's"
+  echo "\"direct\": convolutions through oneDNN directly (the default; FP32 3x3 ones with enough tiles by"
+  echo "Winograd F(4x4,3x3), \"no-winograd\" with MOGSERVE_WINOGRAD=0); \"libtorch\": through LibTorch's"
   echo "at::mkldnn_convolution and quantized convolution as before (MOGSERVE_DIRECT_CONV=0)."
   echo
   echo "## detect, 100 photos, end to end (threads 2, batch 8), images/s per round"
@@ -58,6 +75,10 @@ for round in $(seq 1 "$ROUNDS"); do
         echo "round $round $isa $p $conv: $rate images/s" >&2
       done
     done
+    if [ -n "${YUNET_BENCH:-}" ] && [ "$isa" = native ]; then
+      RESULT[yunet/shipped]+="$(yunet_rate) "
+      RESULT[yunet/malloc]+="$(yunet_rate MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967295) "
+    fi
   done
 done
 for isa in native avx2; do
@@ -67,6 +88,10 @@ for isa in native avx2; do
     done
   done
 done
+if [ -n "${YUNET_BENCH:-}" ]; then
+  echo "| native | YuNet ($(basename "$YUNET_BENCH")), as shipped | — | ${RESULT[yunet/shipped]} |" >>"$OUT"
+  echo "| native | YuNet, malloc kept (MALLOC_MMAP_MAX_=0 ...) | — | ${RESULT[yunet/malloc]} |" >>"$OUT"
+fi
 table() {  # the rows of a bench engine JSON report
   /usr/bin/python3 - "$1" <<'PY'
 import json, sys
@@ -108,7 +133,7 @@ if [ "$MOGFACE" = 1 ]; then
   } >>"$OUT"
   for isa in native avx2; do
     list=$(precisions "$isa" | sed 's/ int8//' | tr ' ' ',')
-    for conv in direct libtorch; do
+    for conv in direct no-winograd libtorch; do
       extra=()
       [ "$conv" = direct ] && [ "$isa" = native ] && extra=(--onnxruntime)
       echo "### $isa, $conv" >>"$OUT"
