@@ -256,7 +256,9 @@ TEST(PlanRunner, WinogradConvolutionMatchesLibTorchInDouble) {
     if (c.residual) {
       // In place: the output is the residual's buffer; otherwise the residual is untouched.
       EXPECT_EQ(got.data_ptr() == residual.data_ptr(), c.in_place);
-      if (!c.in_place) EXPECT_TRUE(at::equal(residual, residual_copy));
+      if (!c.in_place) {
+        EXPECT_TRUE(at::equal(residual, residual_copy));
+      }
     }
     const double err = (got.to(at::kDouble) - want).abs().max().item<double>();
     const double scale = want.abs().max().item<double>();

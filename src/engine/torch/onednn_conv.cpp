@@ -1,5 +1,7 @@
 #include "engine/torch/onednn_conv.h"
 
+#include "engine/torch/onednn_support.h"
+
 #include <dnnl.hpp>
 
 #include <array>
@@ -64,19 +66,11 @@ at::Tensor QuantizeWeights(const at::Tensor& weight, const std::vector<double>& 
 
 }  // namespace
 
-const dnnl::engine& OneDnnCpuEngine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
 struct OneDnnConv::Prepared {
   Key key;
   std::optional<dnnl::convolution_forward::primitive_desc> pd;  // empty: no oneDNN kernel
   std::optional<dnnl::convolution_forward> primitive;
-  // In pd's layout, shared by keys that want the same one; the buffer is a LibTorch tensor so
-  // the caching allocator serves and counts it like every other engine buffer.
-  std::shared_ptr<memory> weights;
-  at::Tensor weights_storage;
+  std::shared_ptr<const ReorderedWeights> weights;  // in pd's layout
   std::vector<float> int8_bias;  // INT8: the bias in accumulator units (of this input scale)
   memory bias;
   int64_t out_h = 0, out_w = 0;
@@ -184,22 +178,14 @@ const OneDnnConv::Prepared* OneDnnConv::Find(const model::Op& op, const model::R
   // into their desc does that.)
   const memory::desc wanted = p->pd->weights_desc();
   for (const auto& q : prepared_) {
-    if (q->weights && q->weights->get_desc() == wanted) {
-      p->weights = q->weights;
-      p->weights_storage = q->weights_storage;
-    }
+    if (q->weights && q->weights->memory.get_desc() == wanted) p->weights = q->weights;
   }
   if (!p->weights) {
     // The stored tensor as it is laid out (OIHW, any strides; grouped: G x O/G x I/G x k x k).
     memory::dims strides(weight_.strides().begin(), weight_.strides().end());
     if (groups_ > 1) strides.insert(strides.begin(), strides[0] * (out_channels_ / groups_));
     const memory::desc user(weight_dims, DataType(weight_.scalar_type()), strides);
-    memory source(user, OneDnnCpuEngine(), weight_.data_ptr());
-    p->weights_storage = at::empty({static_cast<int64_t>(wanted.get_size())}, at::kByte);
-    p->weights = std::make_shared<memory>(wanted, OneDnnCpuEngine(), p->weights_storage.data_ptr());
-    dnnl::stream stream(OneDnnCpuEngine());
-    dnnl::reorder(source, *p->weights).execute(stream, source, *p->weights);
-    stream.wait();
+    p->weights = ReorderWeights(memory(user, OneDnnCpuEngine(), weight_.data_ptr()), wanted);
   }
   p->bias = memory(bias_md, OneDnnCpuEngine(), int8_ ? p->int8_bias.data() : bias_.data_ptr());
   prepared_.push_back(std::move(p));
@@ -225,33 +211,17 @@ at::Tensor OneDnnConv::Run(const model::Op& op, const model::ResolvedPadding& pa
     y = at::_empty_affine_quantized({n, p->out_h, p->out_w, out_channels_},
                                     at::device(at::kCPU).dtype(at::kQUInt8), scales_.output, 0)
             .permute({0, 3, 1, 2});
-  } else if (residual.defined()) {
-    // The sum post-op adds what the destination holds.
-    const bool in_place = residual_reusable && residual.scalar_type() == dtype_ &&
-                          residual.is_contiguous(at::MemoryFormat::ChannelsLast);
-    if (in_place) {
-      y = residual;
-    } else {
-      y = at::empty({n, out_channels_, p->out_h, p->out_w}, x.options(),
-                    at::MemoryFormat::ChannelsLast);
-      y.copy_(residual);
-    }
   } else {
-    y = at::empty({n, out_channels_, p->out_h, p->out_w}, x.options(),
-                  at::MemoryFormat::ChannelsLast);
+    // The sum post-op adds what the destination holds.
+    y = ResidualOutput({n, out_channels_, p->out_h, p->out_w}, x.options(), residual,
+                       residual_reusable);
   }
-  const at::Tensor scratch =
-      at::empty({static_cast<int64_t>(p->pd->scratchpad_desc().get_size())}, at::kByte);
-  memory src(p->pd->src_desc(), OneDnnCpuEngine(), x.data_ptr());
-  memory dst(p->pd->dst_desc(), OneDnnCpuEngine(), y.data_ptr());
-  memory pad_memory(p->pd->scratchpad_desc(), OneDnnCpuEngine(), scratch.data_ptr());
-  dnnl::stream stream(OneDnnCpuEngine());
-  p->primitive->execute(stream, {{DNNL_ARG_SRC, src},
-                                 {DNNL_ARG_WEIGHTS, *p->weights},
-                                 {DNNL_ARG_BIAS, p->bias},
-                                 {DNNL_ARG_DST, dst},
-                                 {DNNL_ARG_SCRATCHPAD, pad_memory}});
-  stream.wait();
+  ExecuteWithScratchpad(
+      *p->primitive, p->pd->scratchpad_desc(),
+      {{DNNL_ARG_SRC, memory(p->pd->src_desc(), OneDnnCpuEngine(), x.data_ptr())},
+       {DNNL_ARG_WEIGHTS, p->weights->memory},
+       {DNNL_ARG_BIAS, p->bias},
+       {DNNL_ARG_DST, memory(p->pd->dst_desc(), OneDnnCpuEngine(), y.data_ptr())}});
   return y;
 }
 

@@ -21,14 +21,7 @@
 #include "model/layer_plan.h"
 #include "model/network.h"
 
-namespace dnnl {
-struct engine;
-}
-
 namespace mogserve::engine::torch_backend {
-
-// The CPU engine every direct oneDNN primitive of the backend runs on.
-const dnnl::engine& OneDnnCpuEngine();
 
 // INT8 quantisation of one convolution: weights symmetric per output channel (scale = max |w| /
 // 127 of the channel), the output per tensor with a zero point of 0.

@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "common/cpu_info.h"
-#include "engine/torch/onednn_conv.h"
+#include "engine/torch/onednn_support.h"
 
 namespace mogserve::engine::torch_backend {
 namespace {
@@ -246,8 +246,7 @@ struct WinogradConv::Gemm {
   int64_t rows = 0;
   std::optional<dnnl::matmul::primitive_desc> pd;
   std::optional<dnnl::matmul> primitive;
-  std::shared_ptr<memory> weights;  // U in pd's layout, shared by chunks that want the same one
-  at::Tensor weights_storage;
+  std::shared_ptr<const ReorderedWeights> weights;  // U in pd's layout
 };
 
 bool WinogradConv::Eligible(const model::ConvDef& def) {
@@ -324,20 +323,13 @@ const WinogradConv::Gemm* WinogradConv::FindGemm(int64_t rows) const {
   g->primitive.emplace(*g->pd);
   const memory::desc wanted = g->pd->weights_desc();
   for (const auto& other : gemms_) {
-    if (other->weights->get_desc() == wanted) {
-      g->weights = other->weights;
-      g->weights_storage = other->weights_storage;
-    }
+    if (other->weights->memory.get_desc() == wanted) g->weights = other->weights;
   }
   if (!g->weights) {
     const at::Tensor u = TransformedWeights();
-    memory source({{kPoints, in_channels_, out_channels_}, f32, Tag::abc}, OneDnnCpuEngine(),
-                  u.data_ptr());
-    g->weights_storage = at::empty({static_cast<int64_t>(wanted.get_size())}, at::kByte);
-    g->weights = std::make_shared<memory>(wanted, OneDnnCpuEngine(), g->weights_storage.data_ptr());
-    dnnl::stream stream(OneDnnCpuEngine());
-    dnnl::reorder(source, *g->weights).execute(stream, source, *g->weights);
-    stream.wait();
+    g->weights = ReorderWeights(memory({{kPoints, in_channels_, out_channels_}, f32, Tag::abc},
+                                       OneDnnCpuEngine(), u.data_ptr()),
+                                wanted);
   }
   gemms_.push_back(std::move(g));
   return gemms_.back().get();
@@ -348,27 +340,14 @@ at::Tensor WinogradConv::Run(const model::Op& op, const model::ResolvedPadding& 
                              bool residual_reusable) const {
   const Geometry g = MakeGeometry(x, pad, out_channels_);
   const int64_t n = x.size(0);
-  at::Tensor y;
+  // With a residual the output starts as the residual and the output transform adds to it;
+  // each element is read and written once, so the residual's own buffer may serve.
+  const at::Tensor y = ResidualOutput({n, out_channels_, g.out_h, g.out_w}, x.options(), residual,
+                                      residual_reusable);
   Epilogue ep;
   ep.bias = bias_.data_ptr<float>();
+  ep.accumulate = residual.defined();
   ep.act = op.act;
-  if (residual.defined()) {
-    // The output starts as the residual and the output transform adds to it; each element is
-    // read and written once, so the residual's own buffer serves when nothing else reads it.
-    const bool in_place = residual_reusable && residual.scalar_type() == at::kFloat &&
-                          residual.is_contiguous(at::MemoryFormat::ChannelsLast);
-    if (in_place) {
-      y = residual;
-    } else {
-      y = at::empty({n, out_channels_, g.out_h, g.out_w}, x.options(),
-                    at::MemoryFormat::ChannelsLast);
-      y.copy_(residual);
-    }
-    ep.accumulate = true;
-  } else {
-    y = at::empty({n, out_channels_, g.out_h, g.out_w}, x.options(),
-                  at::MemoryFormat::ChannelsLast);
-  }
   const int64_t tiles = n * g.tiles_h * g.tiles_w;
   const int64_t chunk = ChunkTiles(tiles);
   const at::Tensor v = at::empty({kPoints * chunk * g.c}, at::kFloat);
@@ -382,17 +361,11 @@ at::Tensor WinogradConv::Run(const model::Op& op, const model::ResolvedPadding& 
     at::parallel_for(first, first + rows, 4, [&](int64_t begin, int64_t end) {
       transforms.input(g, in, first, rows, begin, end, v.data_ptr<float>());
     });
-    const at::Tensor scratch =
-        at::empty({static_cast<int64_t>(gemm->pd->scratchpad_desc().get_size())}, at::kByte);
-    memory src(gemm->pd->src_desc(), OneDnnCpuEngine(), v.data_ptr());
-    memory dst(gemm->pd->dst_desc(), OneDnnCpuEngine(), m.data_ptr());
-    memory pad_memory(gemm->pd->scratchpad_desc(), OneDnnCpuEngine(), scratch.data_ptr());
-    dnnl::stream stream(OneDnnCpuEngine());
-    gemm->primitive->execute(stream, {{DNNL_ARG_SRC, src},
-                                      {DNNL_ARG_WEIGHTS, *gemm->weights},
-                                      {DNNL_ARG_DST, dst},
-                                      {DNNL_ARG_SCRATCHPAD, pad_memory}});
-    stream.wait();
+    ExecuteWithScratchpad(
+        *gemm->primitive, gemm->pd->scratchpad_desc(),
+        {{DNNL_ARG_SRC, memory(gemm->pd->src_desc(), OneDnnCpuEngine(), v.data_ptr())},
+         {DNNL_ARG_WEIGHTS, gemm->weights->memory},
+         {DNNL_ARG_DST, memory(gemm->pd->dst_desc(), OneDnnCpuEngine(), m.data_ptr())}});
     at::parallel_for(first, first + rows, 4, [&](int64_t begin, int64_t end) {
       transforms.output(g, m.data_ptr<float>(), first, rows, begin, end, ep, out);
     });
