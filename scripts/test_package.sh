@@ -32,7 +32,8 @@ cmake --install "$BUILD_DIR" --prefix "$PREFIX" >"$WORK/install.log" ||
 
 # 1. The layout.
 for f in bin/mogserve lib/libmogserve.so lib/libmogserve.so.0 \
-         include/mogserve/mogserve.h include/mogserve/detector.h include/mogserve/result.h \
+         include/mogserve/mogserve.h include/mogserve/detector.h include/mogserve/options.h \
+         include/mogserve/result.h \
          include/mogserve/status.h lib/cmake/mogserve/mogserveConfig.cmake \
          lib/cmake/mogserve/mogserveConfigVersion.cmake lib/cmake/mogserve/mogserveTargets.cmake \
          lib/pkgconfig/mogserve.pc share/mogserve/models/ssd_mobilenetv1/ssd_mobilenetv1_model.bin; do

@@ -3,5 +3,6 @@
 #pragma once
 
 #include "mogserve/detector.h"
+#include "mogserve/options.h"
 #include "mogserve/result.h"
 #include "mogserve/status.h"

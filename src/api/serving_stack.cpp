@@ -63,42 +63,6 @@ scheduler::Duration FromMs(double ms) {
 
 }  // namespace
 
-OptionNames OptionNames::Flags() {
-  OptionNames n;
-  n.model = "--model";
-  n.model_dir = "--model-dir";
-  n.weights = "--weights";
-  n.synthetic_weights = "--synthetic-weights";
-  n.precision = "--precision";
-  n.int8_float_layers = "--int8-float-layers";
-  n.device = "--device";
-  n.input_policy = "--input-policy";
-  n.target_size = "--target-size";
-  n.scheduler = "--scheduler";
-  n.max_batch_size = "--max-batch-size";
-  n.instances = "--instances";
-  n.decode_threads = "--workers";
-  n.postprocess_threads = "--post-threads";
-  n.plan_batch_sizes = "--plan-batch-sizes";
-  n.max_pixels = "--max-pixels";
-  n.threads = "--threads";
-  n.cudnn_workspace_mb = "--cudnn-workspace-mb";
-  n.max_graphs = "--max-graphs";
-  n.score_threshold = "--score-threshold";
-  n.nms_iou = "--nms-iou";
-  n.top_k = "--top-k";
-  n.max_faces = "--max-faces";
-  n.max_delay_ms = "--max-delay-ms";
-  n.max_batch_pixels = "--max-batch-pixels";
-  n.queue_capacity = "--queue-capacity";
-  n.queue_capacity_bytes = "--queue-capacity-bytes";
-  n.request_timeout_ms = "--request-timeout (ms)";
-  n.latency_target_ms = "--latency-target-ms";
-  n.memory_fraction = "--memory-fraction";
-  n.batch_knee = "--batch-knee";
-  return n;
-}
-
 std::string ResolveModelDir(const std::string& option) {
   if (!option.empty()) return option;
   if (const char* env = std::getenv("MOGSERVE_MODEL_DIR"); env != nullptr && *env != '\0') {
@@ -121,13 +85,13 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& o,
                                                 const OptionNames& names) {
   engine::EngineOptions options;
   auto model = engine::ParseModelKind(o.model);
-  if (!model.ok()) return OptionError(names.model, model.status());
+  if (!model.ok()) return OptionError(names("model"), model.status());
   options.model = *model;
   const bool auto_precision = o.precision == "auto";
   if (!auto_precision) {
     auto precision = engine::ParsePrecision(o.precision);
     if (!precision.ok()) {
-      return InvalidArgument(names.precision + ": " + precision.status().message() + ", auto");
+      return InvalidArgument(names("precision") + ": " + precision.status().message() + ", auto");
     }
     options.precision = *precision;
   }
@@ -142,13 +106,13 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& o,
   } else if (o.int8_float_layers == "none") {
     options.int8_float_layers = Layers::kNone;
   } else {
-    return InvalidArgument(names.int8_float_layers + ": '" + o.int8_float_layers +
+    return InvalidArgument(names("int8_float_layers") + ": '" + o.int8_float_layers +
                            "' is not known; allowed: first,heads, first, heads, none");
   }
   if (options.model == engine::ModelKind::kSsd &&
       !(o.weights.empty() && o.synthetic_weights.empty())) {
-    return InvalidArgument(names.weights + " and " + names.synthetic_weights + " are for " +
-                           names.model + " mogface; the SSD model is read from " + names.model_dir);
+    return InvalidArgument(names("weights") + " and " + names("synthetic_weights") + " are for " +
+                           names("model") + " mogface; the SSD model is read from " + names("model_dir"));
   }
   options.model_dir = ResolveModelDir(o.model_dir);
   // The SSD's default calibration (used by int8 only; filled at any precision because commands
@@ -171,10 +135,10 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& o,
     spdlog::warn(
         "{} {}: random weights (seed {}), so the detections are meaningless; use them to "
         "measure speed and memory, and {} for real faces",
-        names.synthetic_weights, o.synthetic_weights, o.seed, names.weights);
+        names("synthetic_weights"), o.synthetic_weights, o.seed, names("weights"));
   }
   auto device = engine::ParseDevice(o.device);
-  if (!device.ok()) return OptionError(names.device, device.status());
+  if (!device.ok()) return OptionError(names("device"), device.status());
   options.device = o.device;
   if (auto_precision) {
     const engine::PrecisionChoice choice =
@@ -185,7 +149,7 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& o,
   if (device->backend == "cpu" && options.precision == engine::Precision::kBf16 &&
       HostCpu().RunsBf16() && !HostCpu().NativeBf16()) {
     spdlog::warn("{} bf16: this CPU has no AVX512-BF16 or AMX, so oneDNN emulates BF16 "
-                 "(slower than fp32; int8 or fp32 are faster here)", names.precision);
+                 "(slower than fp32; int8 or fp32 are faster here)", names("precision"));
   }
   options.cpu.threads = o.threads;
   options.cuda.cudnn_workspace_bytes = o.cudnn_workspace_mb << 20;
@@ -201,7 +165,7 @@ StatusOr<scheduler::SchedulerConfig> ToSchedulerConfig(const DetectorOptions& o,
   if (!policy.ok()) {
     std::string message = policy.status().message();  // "policy: unknown scheduling policy ..."
     if (message.rfind("policy: ", 0) == 0) message.erase(0, 8);
-    return InvalidArgument(names.scheduler + ": " + message);
+    return InvalidArgument(names("scheduler") + ": " + message);
   }
   c.policy = *policy;
   c.max_batch_size = o.max_batch_size;
@@ -220,75 +184,20 @@ StatusOr<pipeline::ShapeBuckets> ToShapeBuckets(const DetectorOptions& o,
                                                 const OptionNames& names) {
   if (info.fixed_side > 0) return pipeline::ShapeBuckets::FixedSquare(info.fixed_side);
   auto policy = pipeline::ParseInputPolicy(o.input_policy);
-  if (!policy.ok()) return OptionError(names.input_policy, policy.status());
+  if (!policy.ok()) return OptionError(names("input_policy"), policy.status());
   if (*policy == pipeline::InputPolicy::kModelScope) {
     return pipeline::ShapeBuckets::ModelScope(info.multiple);
   }
   auto buckets = pipeline::ShapeBuckets::Target(o.target_size, info.multiple);
-  if (!buckets.ok()) return OptionError(names.target_size, buckets.status());
+  if (!buckets.ok()) return OptionError(names("target_size"), buckets.status());
   return buckets;
 }
 
-DetectOptions ToDetectOptions(const DetectorOptions& o, const DetectOptions& model_defaults) {
-  DetectOptions d = model_defaults;
-  if (o.score_threshold) d.score_threshold = *o.score_threshold;
-  if (o.nms_iou) d.nms_iou = *o.nms_iou;
-  if (o.top_k) d.top_k = *o.top_k;
-  if (o.max_faces) d.max_faces = *o.max_faces;
-  return d;
-}
-
 StatusOr<engine::EngineOptions> CheckOptions(const DetectorOptions& o, const OptionNames& names) {
-  const auto range = [](const std::string& name, int64_t v, int64_t lo, int64_t hi) {
-    return v >= lo && v <= hi ? Status::Ok()
-                              : InvalidArgument(name + ": " + std::to_string(v) +
-                                                " is out of range; allowed: " + std::to_string(lo) +
-                                                " to " + std::to_string(hi));
-  };
-  const auto real_range = [](const std::string& name, double v, double lo, double hi) {
-    if (v >= lo && v <= hi) return Status::Ok();  // written as "inside": NaN is out of range
-    std::ostringstream m;
-    m << name << ": " << v << " is out of range; allowed: " << lo << " to " << hi;
-    return InvalidArgument(m.str());
-  };
-  // Every range the command line's flags allow (cli/engine_flags.cpp), under the option's name.
-  MOGSERVE_RETURN_IF_ERROR(range(names.threads, o.threads, 0, 4096));
-  MOGSERVE_RETURN_IF_ERROR(range(names.instances, o.instances, 0, 64));
-  MOGSERVE_RETURN_IF_ERROR(range(names.cudnn_workspace_mb, o.cudnn_workspace_mb, 0, 1 << 20));
-  MOGSERVE_RETURN_IF_ERROR(range(names.max_graphs, o.max_graphs, 0, 1 << 20));
-  MOGSERVE_RETURN_IF_ERROR(range(names.target_size, o.target_size, 32, 4096));
-  if (o.score_threshold) {
-    MOGSERVE_RETURN_IF_ERROR(real_range(names.score_threshold, *o.score_threshold, 0, 1));
-  }
-  if (o.nms_iou) MOGSERVE_RETURN_IF_ERROR(real_range(names.nms_iou, *o.nms_iou, 0, 1));
-  if (o.top_k) MOGSERVE_RETURN_IF_ERROR(range(names.top_k, *o.top_k, 1, 1'000'000));
-  if (o.max_faces) MOGSERVE_RETURN_IF_ERROR(range(names.max_faces, *o.max_faces, 1, 10'000));
-  MOGSERVE_RETURN_IF_ERROR(range(names.max_pixels, o.max_pixels, 1, int64_t{1} << 40));
-  MOGSERVE_RETURN_IF_ERROR(range(names.max_batch_size, o.max_batch_size, 1, 1024));
-  MOGSERVE_RETURN_IF_ERROR(real_range(names.max_delay_ms, o.max_delay_ms, 0, 10'000));
-  MOGSERVE_RETURN_IF_ERROR(
-      range(names.max_batch_pixels, o.max_batch_pixels, 0, std::numeric_limits<int64_t>::max()));
-  MOGSERVE_RETURN_IF_ERROR(range(names.queue_capacity, o.queue_capacity, 1, int64_t{1} << 30));
-  MOGSERVE_RETURN_IF_ERROR(range(names.queue_capacity_bytes, o.queue_capacity_bytes, 0,
-                                 std::numeric_limits<int64_t>::max()));
-  MOGSERVE_RETURN_IF_ERROR(
-      real_range(names.request_timeout_ms, o.request_timeout_ms, 0, 3'600'000));
-  MOGSERVE_RETURN_IF_ERROR(real_range(names.latency_target_ms, o.latency_target_ms, 1, 600'000));
-  MOGSERVE_RETURN_IF_ERROR(range(names.decode_threads, o.decode_threads, 0, 256));
-  MOGSERVE_RETURN_IF_ERROR(range(names.postprocess_threads, o.postprocess_threads, 1, 64));
-  MOGSERVE_RETURN_IF_ERROR(real_range(names.memory_fraction, o.memory_fraction, 0.01, 1));
-  MOGSERVE_RETURN_IF_ERROR(real_range(names.batch_knee, o.batch_knee, 0, 1));
-  for (size_t i = 0; i < o.plan_batch_sizes.size(); ++i) {
-    MOGSERVE_RETURN_IF_ERROR(range(names.plan_batch_sizes, o.plan_batch_sizes[i], 1, 1024));
-    if (i > 0 && o.plan_batch_sizes[i] <= o.plan_batch_sizes[i - 1]) {
-      return InvalidArgument(names.plan_batch_sizes + ": " + std::to_string(o.plan_batch_sizes[i]) +
-                             " after " + std::to_string(o.plan_batch_sizes[i - 1]) +
-                             "; list the sizes in increasing order, each once");
-    }
-  }
+  MOGSERVE_RETURN_IF_ERROR(opt::CheckRanges(o, names));
   // The input policy can only be checked against the model's geometry; its name now.
   if (!pipeline::ParseInputPolicy(o.input_policy).ok()) {
-    return OptionError(names.input_policy, pipeline::ParseInputPolicy(o.input_policy).status());
+    return OptionError(names("input_policy"), pipeline::ParseInputPolicy(o.input_policy).status());
   }
   MOGSERVE_ASSIGN_OR_RETURN(scheduler::SchedulerConfig config, ToSchedulerConfig(o, names));
   MOGSERVE_RETURN_IF_ERROR(config.Validate());  // what the ranges above leave
@@ -332,7 +241,7 @@ pipeline::PipelineOptions ToPipelineOptions(const DetectorOptions& o,
       o.decode_threads > 0 ? o.decode_threads : std::max(1, AvailableCores() / 2);
   options.postprocess_threads = o.postprocess_threads;
   options.decode.max_pixels = o.max_pixels;
-  options.detect = ToDetectOptions(o, first.default_detect_options());
+  options.detect = opt::ApplyDetectOverrides(o, first.default_detect_options());
   return options;
 }
 

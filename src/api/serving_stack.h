@@ -15,7 +15,8 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "mogserve/detector.h"
+#include "mogserve/options.h"
+#include "options/option_table.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_observer.h"
 #include "pipeline/shape_buckets.h"
@@ -23,42 +24,7 @@
 
 namespace mogserve::api {
 
-// The name each checked option has in error messages.
-struct OptionNames {
-  std::string model = "model";
-  std::string model_dir = "model_dir";
-  std::string weights = "weights";
-  std::string synthetic_weights = "synthetic_weights";
-  std::string precision = "precision";
-  std::string int8_float_layers = "int8_float_layers";
-  std::string device = "device";
-  std::string input_policy = "input_policy";
-  std::string target_size = "target_size";
-  std::string scheduler = "scheduler";
-  std::string max_batch_size = "max_batch_size";
-  std::string instances = "instances";
-  std::string decode_threads = "decode_threads";
-  std::string postprocess_threads = "postprocess_threads";
-  std::string plan_batch_sizes = "plan_batch_sizes";
-  std::string max_pixels = "max_pixels";
-  std::string threads = "threads";
-  std::string cudnn_workspace_mb = "cudnn_workspace_mb";
-  std::string max_graphs = "max_graphs";
-  std::string score_threshold = "score_threshold";
-  std::string nms_iou = "nms_iou";
-  std::string top_k = "top_k";
-  std::string max_faces = "max_faces";
-  std::string max_delay_ms = "max_delay_ms";
-  std::string max_batch_pixels = "max_batch_pixels";
-  std::string queue_capacity = "queue_capacity";
-  std::string queue_capacity_bytes = "queue_capacity_bytes";
-  std::string request_timeout_ms = "request_timeout_ms";
-  std::string latency_target_ms = "latency_target_ms";
-  std::string memory_fraction = "memory_fraction";
-  std::string batch_knee = "batch_knee";
-  // The command-line flags (`serve`'s names).
-  static OptionNames Flags();
-};
+using OptionNames = opt::OptionNames;
 
 // The model folder: `option` when given, else $MOGSERVE_MODEL_DIR, else models/ssd_mobilenetv1
 // in the working directory, else the same next to the build (<folder of the executable>/..),
@@ -81,10 +47,8 @@ StatusOr<scheduler::SchedulerConfig> ToSchedulerConfig(const DetectorOptions& op
 StatusOr<pipeline::ShapeBuckets> ToShapeBuckets(const DetectorOptions& options,
                                                 const engine::EngineInfo& info,
                                                 const OptionNames& names = {});
-// The model's defaults with the options' overrides.
-DetectOptions ToDetectOptions(const DetectorOptions& options, const DetectOptions& model_defaults);
-// Every option checked before the slow model load, each within the range its command-line flag
-// allows (InvalidArgument naming it); then the engine's options (ToEngineOptions).
+// Every option checked before the slow model load, each within the option table's range
+// (InvalidArgument naming it); then the engine's options (ToEngineOptions).
 StatusOr<engine::EngineOptions> CheckOptions(const DetectorOptions& options,
                                              const OptionNames& names = {});
 

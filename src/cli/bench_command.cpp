@@ -22,7 +22,7 @@ const RowDefaults kSsdDefaults = {{1, 2, 4, 8, 16}, 2, 10, 2.0};
 const RowDefaults kMogFaceDefaults = {{1, 2, 4}, 1, 2, 0.0};
 
 struct BenchFlags {
-  EngineFlags engine;
+  DetectorOptions engine;
   RowDefaults rows = kSsdDefaults;
   CLI::Option* batch_sizes_option = nullptr;
   CLI::Option* warmup_option = nullptr;
@@ -162,7 +162,7 @@ CommandRunner RegisterBenchCommand(CLI::App& app) {
       "Forward-pass latency, images/s, GFLOP/s vs the 3x3-conv peak and memory per batch size "
       "(SSD: per engine variant; MogFace: per size and precision, optionally vs the Python "
       "reference)");
-  AddEngineFlags(*engine, flags->engine);
+  AddOptionFlags(*engine, flags->engine, {opt::Group::kModel});
   flags->precision_option = engine->get_option("--precision");
   AddRowFlags(*engine, *flags);
   engine->add_flag("--default-only", flags->default_only,

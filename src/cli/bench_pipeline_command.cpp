@@ -13,7 +13,7 @@ namespace {
 
 // The bench's own options, bound to the flags; the engine flags and the output files beside them.
 struct BenchPipelineFlags {
-  EngineFlags engine;
+  DetectorOptions engine;
   bench::PipelineBenchOptions options;
   bool quick = false;
   BenchOutputFlags output;
@@ -78,7 +78,7 @@ CommandRunner RegisterBenchPipelineCommand(CLI::App& bench_app) {
   CLI::App* app = bench_app.add_subcommand(
       "pipeline",
       "Scheduler + pipeline under load (in-process): closed and open loop per batching policy");
-  AddEngineFlags(*app, flags->engine);
+  AddOptionFlags(*app, flags->engine, {opt::Group::kModel});
   AddSchedulerBenchFlags(*app, flags->options);
   AddBoundedList(*app, "--concurrency", flags->options.concurrency, "Closed-loop client counts", 1,
                  1024);

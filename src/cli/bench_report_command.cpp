@@ -13,7 +13,7 @@ namespace {
 
 // The report's own options, bound to the flags; what needs converting or checking beside them.
 struct BenchReportFlags {
-  EngineFlags engine;
+  DetectorOptions engine;
   bench::BenchReportOptions options;
   std::string out = "bench-report";
   std::vector<std::string> precisions;
@@ -136,7 +136,7 @@ CommandRunner RegisterBenchReportCommand(CLI::App& bench_app) {
       "report",
       "The whole suite (precision, batch size, naive vs optimised, throughput vs latency, camera "
       "streams, machine) as report.md, report.json and gnuplot plots in --out");
-  AddEngineFlags(*app, flags->engine);
+  AddOptionFlags(*app, flags->engine, {opt::Group::kModel});
   AddSchedulerBenchFlags(*app, flags->options);
   app->add_option("--out", flags->out, "Folder to write report.md, report.json and the plots to")
       ->capture_default_str();

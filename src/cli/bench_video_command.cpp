@@ -60,7 +60,7 @@ int Run(const BenchVideoFlags& f) {
     std::cerr << "error: " << serve_flags.status().message() << "\n";
     return kExitUsage;
   }
-  serve_flags->engine.model_dir = ResolveModelDir(serve_flags->engine.model_dir);
+  serve_flags->options.model_dir = ResolveModelDir(serve_flags->options.model_dir);
   auto loaded = LoadEngines(*serve_flags);
   if (!loaded.ok()) {
     std::cerr << "error: " << loaded.status().message() << "\n";
@@ -85,7 +85,7 @@ int Run(const BenchVideoFlags& f) {
 
   for (const std::string& scheduler : f.schedulers) {
     ServeFlags flags = *serve_flags;
-    flags.scheduler = scheduler;
+    flags.options.scheduler = scheduler;
     std::fprintf(stderr, "%s: warm-up...\n", scheduler.c_str());
     auto serving = StartPipeline(flags, *loaded, /*observer=*/nullptr);
     if (!serving.ok()) {

@@ -23,7 +23,7 @@ namespace mogserve::cli {
 namespace {
 
 struct CalibrateFlags {
-  EngineFlags engine;
+  DetectorOptions engine;
   std::string images;
   std::string output;
   double percentile = model::kDefaultCalibrationPercentile;
@@ -38,7 +38,7 @@ bool IsPhoto(const std::filesystem::path& p) {
 
 int RunCalibrate(const CalibrateFlags& flags) {
   namespace fs = std::filesystem;
-  EngineFlags engine_flags = flags.engine;
+  DetectorOptions engine_flags = flags.engine;
   engine_flags.precision = "fp32";  // calibration observes the FP32 network
   auto options = ToEngineOptions(engine_flags);
   if (!options.ok()) {
@@ -122,7 +122,7 @@ int RunCalibrate(const CalibrateFlags& flags) {
 
 CommandRunner RegisterCalibrateCommand(CLI::App& app) {
   auto flags = std::make_shared<CalibrateFlags>();
-  AddEngineFlags(app, flags->engine);
+  AddOptionFlags(app, flags->engine, {opt::Group::kModel});
   app.add_option("--images", flags->images,
                  "Folder of calibration photos (.jpg, .jpeg, .png, .webp; read in name order)")
       ->required();

@@ -5,12 +5,15 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
 #include "engine/engine.h"
+#include "options/option_table.h"
 #include "mogserve/detector.h"
 #include "mogserve/status.h"
 #include "pipeline/shape_buckets.h"
@@ -54,29 +57,16 @@ inline const DetectorOptions kDefaults{};
 // installed with the library.
 std::string ResolveModelDir(const std::string& flag);
 
-// The model and how it runs: --model, --model-dir, --weights, --synthetic-weights, --seed,
-// --precision, --device, --threads, and the CUDA backend's --cudnn-workspace-mb,
-// --cudnn-autotune, --max-graphs.
-struct EngineFlags {
-  std::string model = kDefaults.model;
-  std::string model_dir = kDefaults.model_dir;
-  std::string weights = kDefaults.weights;
-  std::string synthetic_weights = kDefaults.synthetic_weights;
-  uint64_t seed = kDefaults.seed;
-  std::string precision = kDefaults.precision;
-  std::string calibration = kDefaults.calibration;  // int8 (default: api::DefaultSsdCalibration())
-  std::string int8_float_layers = kDefaults.int8_float_layers;
-  std::string device = kDefaults.device;
-  int threads = kDefaults.threads;
-  int64_t cudnn_workspace_mb = kDefaults.cudnn_workspace_mb;
-  bool cudnn_autotune = kDefaults.cudnn_autotune;
-  int max_graphs = kDefaults.max_graphs;
-};
-void AddEngineFlags(CLI::App& app, EngineFlags& flags);
-// InvalidArgument naming the flag and the allowed values.
-StatusOr<engine::EngineOptions> ToEngineOptions(const EngineFlags& flags);
-// Copies the flags into the options the serving stack takes (api/serving_stack.h).
-void ApplyEngineFlags(const EngineFlags& flags, DetectorOptions* options);
+// The flags of the option table's `groups` (options/option_table.h: serve has them all; detect,
+// eval and the benchmarks the model and input groups), bound to `options`' fields, with the
+// table's ranges, help and defaults. The flags of one group stay one set of names everywhere.
+void AddOptionFlags(CLI::App& app, DetectorOptions& options,
+                    std::initializer_list<opt::Group> groups);
+// One flag of the table (a command that takes --max-pixels but not the whole pipeline group).
+CLI::Option* AddOptionFlag(CLI::App& app, DetectorOptions& options, std::string_view flag);
+
+// The engine's options from the flags; InvalidArgument naming the flag and the allowed values.
+StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& flags);
 
 // A benchmark's precision list (`flag`: "--precisions"): each name parsed, "auto" resolved for
 // `engine`'s device and calibration. A precision this CPU cannot run is an Unsupported error
@@ -95,7 +85,7 @@ struct EngineInstances {
   std::vector<std::unique_ptr<engine::Engine>> owned;
   std::vector<engine::Engine*> all;  // owned, as raw pointers; all[0] is the first
 };
-std::variant<EngineInstances, int> CreateEngineInstances(const EngineFlags& flags, int instances);
+std::variant<EngineInstances, int> CreateEngineInstances(const DetectorOptions& flags, int instances);
 
 // The options of a batch job through the pipeline (`detect`, `detect-video`): -o/--output,
 // --instances, --policy, --batch-size. `unit` names what is batched ("images", "frames").
@@ -109,54 +99,13 @@ struct BatchJobFlags {
 };
 void AddBatchJobFlags(CLI::App& app, BatchJobFlags& flags, const std::string& unit);
 
-// How pictures become canvases, and what survives post-processing: --input-policy,
-// --target-size, --score-threshold, --nms-iou, --top-k, --max-faces. Unset values take the
-// model's defaults.
-struct InputFlags {
-  std::string input_policy = kDefaults.input_policy;
-  int target_size = kDefaults.target_size;
-  std::optional<float> score_threshold = kDefaults.score_threshold;
-  std::optional<float> nms_iou = kDefaults.nms_iou;
-  std::optional<int> top_k = kDefaults.top_k;
-  std::optional<int> max_faces = kDefaults.max_faces;
-};
-void AddInputFlags(CLI::App& app, InputFlags& flags);
 // SSD takes its fixed square whatever the flags say; MogFace the chosen policy.
-StatusOr<pipeline::ShapeBuckets> ToShapeBuckets(const InputFlags& flags,
+StatusOr<pipeline::ShapeBuckets> ToShapeBuckets(const DetectorOptions& flags,
                                                 const engine::EngineInfo& info);
-DetectOptions ToDetectOptions(const InputFlags& flags, const DetectOptions& model_defaults);
-void ApplyInputFlags(const InputFlags& flags, DetectorOptions* options);
-// The serving stack's options for a batch job (`detect`, `detect-video`): the engine and input
-// flags, the job's instances, policy and batch size; no warm-up (a job is one burst, its batch
-// size the cap), no server deadline, count-only queue bounds (the job bounds what it holds).
-DetectorOptions BatchJobOptions(const EngineFlags& engine, const InputFlags& input,
-                                const BatchJobFlags& job);
-
-// The batching scheduler and the pipeline's threads and warm-up: --scheduler, --max-batch-size,
-// --timeout / --max-delay-ms, --max-batch-pixels, --queue-capacity, --queue-capacity-bytes,
-// --request-timeout, --latency-target-ms, --pad-batches, --instances, --workers, --post-threads,
-// --memory-fraction, --batch-knee, --plan-batch-sizes. Each also a MOGSERVE_* environment
-// variable (serve); every default is kDefaults'.
-struct PipelineFlags {
-  std::string scheduler = kDefaults.scheduler;
-  int max_batch_size = kDefaults.max_batch_size;
-  // The deployment guide's --timeout: the max batching delay in seconds.
-  double timeout_s = kDefaults.max_delay_ms / 1000;
-  std::optional<double> max_delay_ms;  // the same in milliseconds; overrides --timeout
-  int64_t max_batch_pixels = kDefaults.max_batch_pixels;
-  int64_t queue_capacity = kDefaults.queue_capacity;
-  int64_t queue_capacity_bytes = kDefaults.queue_capacity_bytes;
-  double request_timeout_s = kDefaults.request_timeout_ms / 1000;
-  double latency_target_ms = kDefaults.latency_target_ms;
-  bool pad_batches = kDefaults.pad_batches;
-  int instances = kDefaults.instances;     // 0: engine::DefaultInstances of the device
-  int workers = kDefaults.decode_threads;  // decode threads; 0 = half the cores
-  int post_threads = kDefaults.postprocess_threads;
-  double memory_fraction = kDefaults.memory_fraction;
-  double batch_knee = kDefaults.batch_knee;
-  std::vector<int> plan_batch_sizes = kDefaults.plan_batch_sizes;
-};
-void AddPipelineFlags(CLI::App& app, PipelineFlags& flags);
-void ApplyPipelineFlags(const PipelineFlags& flags, DetectorOptions* options);
+// The serving stack's options for a batch job (`detect`, `detect-video`): the model and input
+// flags of `flags`, the job's instances, policy and batch size; no warm-up (a job is one burst,
+// its batch size the cap), no server deadline, count-only queue bounds (the job bounds what it
+// holds).
+DetectorOptions BatchJobOptions(const DetectorOptions& flags, const BatchJobFlags& job);
 
 }  // namespace mogserve::cli

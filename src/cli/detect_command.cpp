@@ -28,14 +28,12 @@ struct DetectFlags {
   std::vector<std::string> paths;
   BatchJobFlags job;
   std::string annotate_dir;
-  int decode_threads = 0;
-  int64_t max_pixels = 50'000'000;
   bool timing = false;
   bool quiet = false;
   std::string tta;  // "", "paper", "hard", "flip"
   int tta_max_side = 0;
-  EngineFlags engine;
-  InputFlags input;
+  // The model and input groups of the option table, --max-pixels and --decode-threads.
+  DetectorOptions options;
 };
 
 // DIR/relative with a .jpg extension; inputs that would land on the same file (x.png and x.jpg,
@@ -87,25 +85,22 @@ pipeline::TtaOptions ToTtaOptions(const DetectFlags& flags, const DetectOptions&
 // Requests in flight at most: batch x instances x (2 batches prefetched + 1 running).
 int64_t Window(const DetectFlags& flags) {
   const int instances =
-      flags.job.instances > 0 ? flags.job.instances : engine::DefaultInstances(flags.engine.device);
+      flags.job.instances > 0 ? flags.job.instances : engine::DefaultInstances(flags.options.device);
   return int64_t{flags.job.batch_size} * instances * 3;
 }
 
 // The serving stack's options for `detect`: a batch job's, with the decode threads and pixel
 // limit, and a queue that holds the whole reorder window.
 DetectorOptions ToDetectorOptions(const DetectFlags& flags) {
-  DetectorOptions o = BatchJobOptions(flags.engine, flags.input, flags.job);
-  o.decode_threads = flags.decode_threads;
-  o.max_pixels = flags.max_pixels;
+  DetectorOptions o = BatchJobOptions(flags.options, flags.job);
   o.queue_capacity = std::max<int64_t>(o.queue_capacity, Window(flags));
   return o;
 }
 
-api::OptionNames DetectOptionNames() {
-  api::OptionNames names = api::OptionNames::Flags();
-  names.scheduler = "--policy";
-  names.max_batch_size = "--batch-size";
-  names.decode_threads = "--decode-threads";
+opt::OptionNames DetectOptionNames() {
+  opt::OptionNames names = opt::OptionNames::Flags();
+  names.Rename("scheduler", "--policy").Rename("max_batch_size", "--batch-size");
+  names.Rename("decode_threads", "--decode-threads");
   return names;
 }
 
@@ -138,16 +133,16 @@ void DetectInOrder(
 // --tta: one image at a time on one engine, outside the pipeline.
 int RunTta(const DetectFlags& flags, const std::vector<InputFile>& inputs,
            const std::function<void(const std::string&, StatusOr<DetectResult>)>& on_result) {
-  auto created = CreateEngineInstances(flags.engine, 1);
+  auto created = CreateEngineInstances(flags.options, 1);
   if (const int* code = std::get_if<int>(&created)) return *code;
   engine::Engine& engine = *std::get<EngineInstances>(created).all.front();
   if (engine.info().fixed_side > 0) {
     std::cerr << "error: --tta needs --model mogface (the SSD takes one fixed input size)\n";
     return kExitUsage;
   }
-  const DetectOptions detect = ToDetectOptions(flags.input, engine.default_detect_options());
+  const DetectOptions detect = opt::ApplyDetectOverrides(flags.options, engine.default_detect_options());
   image::DecodeOptions decode;
-  decode.max_pixels = flags.max_pixels;
+  decode.max_pixels = flags.options.max_pixels;
   const pipeline::TtaOptions tta = ToTtaOptions(flags, detect);
   for (const InputFile& in : inputs) {
     const pipeline::SourceResult r = pipeline::DetectSourceWithTta(
@@ -266,14 +261,11 @@ CommandRunner RegisterDetectCommand(CLI::App& app) {
   app.add_option("--annotate", flags->annotate_dir,
                  "Write each image with its boxes and scores drawn into this folder (JPEG)");
   app.add_option(
-         "--decode-threads", flags->decode_threads,
+         "--decode-threads", flags->options.decode_threads,
          "Threads reading and decoding images ahead of the engine (0 = half the cores, at least 1)")
       ->check(CLI::Range(0, 256))
       ->capture_default_str();
-  app.add_option("--max-pixels", flags->max_pixels,
-                 "Refuse images with more pixels than this (checked before decoding)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
-      ->capture_default_str();
+  AddOptionFlag(app, flags->options, "--max-pixels");
   app.add_flag("--timing", flags->timing, "Add per-image timings to each JSON line");
   app.add_option("--tta", flags->tta,
                  "MogFace test-time augmentation, one image at a time, for accuracy work: paper "
@@ -285,8 +277,7 @@ CommandRunner RegisterDetectCommand(CLI::App& app) {
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
   app.add_flag("-q,--quiet", flags->quiet, "No progress bar and no summary on stderr");
-  AddEngineFlags(app, flags->engine);
-  AddInputFlags(app, flags->input);
+  AddOptionFlags(app, flags->options, {opt::Group::kModel, opt::Group::kInput});
   return [flags] { return RunDetect(*flags); };
 }
 

@@ -46,8 +46,7 @@ struct DetectVideoFlags {
   bool quiet = false;
   std::string save_frames;            // a folder: frames with faces, boxes drawn
   double save_frames_interval_s = 1;  // at most one saved frame per this much video, per stream
-  EngineFlags engine;
-  InputFlags input;
+  DetectorOptions options;  // the model and input groups of the option table
 };
 
 #ifdef MOGSERVE_WITH_VIDEO
@@ -223,10 +222,9 @@ int RunDetectVideo(const DetectVideoFlags& flags) {
   }
   std::ostream& out = output.stream();
 
-  DetectorOptions options = BatchJobOptions(flags.engine, flags.input, flags.job);
-  api::OptionNames names = api::OptionNames::Flags();
-  names.scheduler = "--policy";
-  names.max_batch_size = "--batch-size";
+  DetectorOptions options = BatchJobOptions(flags.options, flags.job);
+  opt::OptionNames names = opt::OptionNames::Flags();
+  names.Rename("scheduler", "--policy").Rename("max_batch_size", "--batch-size");
   auto engine_options = api::CheckOptions(options, names);
   if (!engine_options.ok()) {
     std::cerr << "error: " << engine_options.status().message() << "\n";
@@ -331,8 +329,7 @@ CommandRunner RegisterDetectVideoCommand(CLI::App& app) {
                  "frame with faces)")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
-  AddEngineFlags(app, flags->engine);
-  AddInputFlags(app, flags->input);
+  AddOptionFlags(app, flags->options, {opt::Group::kModel, opt::Group::kInput});
   return [flags] { return RunDetectVideo(*flags); };
 }
 

@@ -39,12 +39,9 @@ void AddRunFlags(CLI::App& app, RunFlags& flags) {
                  "Threads decoding images ahead of the engine (0 = half the cores, at least 1)")
       ->check(CLI::Range(0, 256))
       ->capture_default_str();
-  app.add_option("--max-pixels", flags.max_pixels, "Refuse images with more pixels than this")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
-      ->capture_default_str();
+  AddOptionFlag(app, flags.options, "--max-pixels");
   app.add_flag("-q,--quiet", flags.quiet, "No progress bar and no summary on stderr");
-  AddEngineFlags(app, flags.engine);
-  AddInputFlags(app, flags.input);
+  AddOptionFlags(app, flags.options, {opt::Group::kModel, opt::Group::kInput});
 }
 
 // MogFace's boxes use inclusive corners (x2 = the last pixel, as it was trained and as its WIDER
@@ -55,7 +52,7 @@ eval::BoxCorners CornersOf(const engine::EngineInfo& info) {
 
 // Loads the model; on failure prints the error and returns the exit code in `exit_code`.
 std::optional<LoadedModel> LoadModel(const RunFlags& flags, int& exit_code) {
-  auto engine_options = ToEngineOptions(flags.engine);
+  auto engine_options = ToEngineOptions(flags.options);
   if (!engine_options.ok()) {
     std::cerr << "error: " << engine_options.status().message() << "\n";
     exit_code = kExitUsage;
@@ -67,7 +64,7 @@ std::optional<LoadedModel> LoadModel(const RunFlags& flags, int& exit_code) {
     exit_code = engine.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
     return std::nullopt;
   }
-  auto buckets = ToShapeBuckets(flags.input, (*engine)->info());
+  auto buckets = ToShapeBuckets(flags.options, (*engine)->info());
   if (!buckets.ok()) {
     std::cerr << "error: " << buckets.status().message() << "\n";
     exit_code = kExitUsage;
@@ -77,8 +74,8 @@ std::optional<LoadedModel> LoadModel(const RunFlags& flags, int& exit_code) {
   m.options.batch_size = flags.batch_size;
   m.options.decode_threads = flags.decode_threads;
   m.options.buckets = *buckets;
-  m.options.detect = ToDetectOptions(flags.input, (*engine)->default_detect_options());
-  m.options.decode.max_pixels = flags.max_pixels;
+  m.options.detect = opt::ApplyDetectOverrides(flags.options, (*engine)->default_detect_options());
+  m.options.decode.max_pixels = flags.options.max_pixels;
   m.engine = std::move(*engine);
   return m;
 }
@@ -182,7 +179,7 @@ int64_t PredictWider(const WiderFlags& flags, const eval::WiderGroundTruth& gt,
   std::optional<LoadedModel> model = LoadModel(flags.run, exit_code);
   if (!model) return -1;
   const DetectOptions defaults = WiderDetectDefaults(*model->engine);
-  model->options.detect = ToDetectOptions(flags.run.input, defaults);
+  model->options.detect = opt::ApplyDetectOverrides(flags.run.options, defaults);
   if (!flags.tta.empty() && model->engine->info().fixed_side > 0) {
     std::cerr << "error: --tta needs --model mogface (the SSD takes one fixed input size)\n";
     exit_code = kExitUsage;
@@ -356,7 +353,7 @@ void RegisterWider(CLI::App& eval, std::shared_ptr<WiderFlags> flags) {
   app->add_option("--tta-max-side", flags->tta_max_side,
                   "Cap each TTA pass's long side in pixels (0 = as the paper)")
       ->check(CLI::Range(0, 100000));
-  flags->run.input.input_policy = "modelscope";
+  flags->run.options.input_policy = "modelscope";
   AddRunFlags(*app, flags->run);
 }
 

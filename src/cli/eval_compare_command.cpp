@@ -71,7 +71,7 @@ bool RunPrecision(const CompareFlags& flags, const std::string& precision,
                   const std::vector<pipeline::ImageSource>& sources, PrecisionRun& run,
                   int& exit_code) {
   RunFlags run_flags = flags.run;
-  run_flags.engine.precision = precision;
+  run_flags.options.precision = precision;
   std::optional<LoadedModel> model = LoadModel(run_flags, exit_code);
   if (!model) return false;
   run.precision = precision;
@@ -263,7 +263,7 @@ void AddCompare(CLI::App& eval, std::shared_ptr<CompareFlags> flags) {
       ->capture_default_str();
   app->add_option("--json", flags->json_path, "Also write the results as JSON to this file");
   AddRunFlags(*app, flags->run);
-  // The list replaces AddEngineFlags' single --precision.
+  // The list replaces the model group's single --precision.
   app->remove_option(app->get_option("--precision"));
   app->add_option("--precision", flags->precisions,
                   "Precisions to run, the reference first: on cpu fp32,bf16 (MogFace on CPUs "

@@ -20,13 +20,11 @@ namespace mogserve::cli::eval_cli {
 struct RunFlags {
   int batch_size = 8;
   int decode_threads = 0;
-  int64_t max_pixels = 50'000'000;
   bool quiet = false;
-  EngineFlags engine;
-  InputFlags input;
+  DetectorOptions options;  // the model and input groups of the option table, and max_pixels
 };
 
-// --batch-size, --decode-threads, --max-pixels, -q, the engine and the input flags.
+// --batch-size, --decode-threads, --max-pixels, -q, the model and the input flags.
 void AddRunFlags(CLI::App& app, RunFlags& flags);
 
 // How the model's (x1, y1, x2, y2) are meant, for the WIDER width.

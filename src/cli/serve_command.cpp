@@ -120,7 +120,7 @@ int RunServe(const ServeFlags& flags) {
   }
 #endif
   FitConnectionsToFileLimit(*server_options);
-  spdlog::info("loading {} ...", flags.engine.model);
+  spdlog::info("loading {} ...", flags.options.model);
   auto loaded = LoadEngines(flags);
   if (!loaded.ok()) return Fail(loaded.status());
   server::HttpServer http(*server_options);

@@ -23,9 +23,9 @@ CLI::Option* Flag(CLI::App& app, const std::string& name, T& value, const std::s
 }  // namespace
 
 void AddServeFlags(CLI::App& app, ServeFlags& f) {
-  AddEngineFlags(app, f.engine);
-  AddInputFlags(app, f.input);
-  AddPipelineFlags(app, f);
+  AddOptionFlags(app, f.options,
+                 {opt::Group::kModel, opt::Group::kInput, opt::Group::kScheduler,
+                  opt::Group::kPipeline});
   // The model and pipeline flags shared with other commands can come from the environment too.
   for (CLI::Option* o : app.get_options()) {
     if (o == app.get_help_ptr()) continue;
@@ -62,8 +62,6 @@ void AddServeFlags(CLI::App& app, ServeFlags& f) {
       ->check(CLI::Range(int64_t{1024}, int64_t{1} << 40));
   Flag(app, "--max-images", f.max_images, "Most images in one request")
       ->check(CLI::Range(1, 10000));
-  Flag(app, "--max-pixels", f.max_pixels, "Refuse images with more pixels (413)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   Flag(app, "--max-header-bytes", f.max_header_bytes,
        "Largest request line + header fields (431; 414 for a long request line)")
       ->check(CLI::Range(int64_t{1024}, int64_t{1} << 20));
@@ -155,18 +153,9 @@ int ExitCodeFor(const Status& status) {
   return status.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
 }
 
-DetectorOptions ToDetectorOptions(const ServeFlags& flags) {
-  DetectorOptions o;
-  ApplyEngineFlags(flags.engine, &o);
-  ApplyInputFlags(flags.input, &o);
-  ApplyPipelineFlags(flags, &o);
-  o.max_pixels = flags.max_pixels;
-  return o;
-}
-
 StatusOr<LoadedEngines> LoadEngines(const ServeFlags& flags) {
-  const DetectorOptions options = ToDetectorOptions(flags);
-  const api::OptionNames names = api::OptionNames::Flags();
+  const DetectorOptions& options = flags.options;
+  const opt::OptionNames names = opt::OptionNames::Flags();
   // Bad flags before the slow load.
   MOGSERVE_ASSIGN_OR_RETURN(const engine::EngineOptions engine_options,
                             api::CheckOptions(options, names));
@@ -177,7 +166,7 @@ StatusOr<ServingPipeline> StartPipeline(const ServeFlags& flags, const LoadedEng
                                         pipeline::PipelineObserver* observer) {
   MOGSERVE_ASSIGN_OR_RETURN(
       api::ServingPipeline started,
-      api::StartPipeline(ToDetectorOptions(flags), loaded, observer, api::OptionNames::Flags()));
+      api::StartPipeline(flags.options, loaded, observer, opt::OptionNames::Flags()));
   ServingPipeline out;
   out.pipeline = std::move(started.pipeline);
   out.preprocess_threads = started.preprocess_threads;

@@ -18,9 +18,8 @@
 
 namespace mogserve::cli {
 
-struct ServeFlags : PipelineFlags {  // the scheduler and pipeline flags (commands.h)
-  EngineFlags engine;
-  InputFlags input;
+struct ServeFlags {
+  DetectorOptions options;  // every group of the option table (options/option_table.h)
   std::string host = "127.0.0.1";
   int port = 7860;
   std::string api_key;
@@ -32,7 +31,6 @@ struct ServeFlags : PipelineFlags {  // the scheduler and pipeline flags (comman
   int64_t max_body_bytes = 64 << 20;
   int64_t max_body_bytes_in_flight = int64_t{1} << 30;
   int max_images = 32;
-  int64_t max_pixels = kDefaults.max_pixels;
   int64_t max_header_bytes = 16 << 10;
   int max_connections = 10'000;
   int io_threads = 2;
@@ -61,9 +59,6 @@ StatusOr<server::ServerOptions> ToServerOptions(const ServeFlags& flags);
 
 // The exit code for a start-up failure: a bad option (InvalidArgument) is a usage error.
 int ExitCodeFor(const Status& status);
-
-// Every serve flag as the serving stack's options.
-DetectorOptions ToDetectorOptions(const ServeFlags& flags);
 
 using LoadedEngines = api::LoadedEngines;
 // Checks every flag (errors name it), then loads the engines.

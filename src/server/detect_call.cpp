@@ -1,5 +1,6 @@
 #include "server/detect_call.h"
 
+#include "options/option_table.h"
 #include "scheduler/outcome.h"
 #include "server/result_json.h"
 
@@ -9,13 +10,13 @@ pipeline::SubmitRequest MakeSubmitRequest(ImagePart& image, const DetectParams& 
                                           const DetectOptions& defaults, std::string client) {
   pipeline::SubmitRequest s;
   s.image.bytes = std::move(image.bytes);  // no copy: the part's bytes go to the decoder
-  s.priority = params.priority.value_or(scheduler::Priority::kApi);
+  // The option table checked the name against the priorities' names.
+  s.priority = params.priority ? scheduler::ParsePriority(*params.priority).value_or(
+                                     scheduler::Priority::kApi)
+                               : scheduler::Priority::kApi;
   s.client = std::move(client);
   if (params.timeout_ms) s.timeout = std::chrono::milliseconds(*params.timeout_ms);
-  DetectOptions detect = defaults;
-  if (params.score_threshold) detect.score_threshold = *params.score_threshold;
-  if (params.max_faces) detect.max_faces = *params.max_faces;
-  s.detect = detect;
+  s.detect = opt::ApplyDetectOverrides(params, defaults);
   return s;
 }
 

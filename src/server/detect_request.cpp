@@ -2,29 +2,21 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
-#include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "options/option_table.h"
 #include "server/multipart_form.h"
 
 namespace mogserve::server {
 namespace {
 
-constexpr const char* kAllowedOptions = "score_threshold, max_faces, priority, timeout_ms, format";
 constexpr const char* kAcceptedTypes =
     "image/jpeg, image/png, image/webp, application/octet-stream, multipart/form-data (fields "
     "'image'), application/json ({\"image\": \"<base64>\"})";
 
 HttpError Error(int status, std::string code, std::string message) {
   return HttpError{status, std::move(code), std::move(message)};
-}
-
-HttpError BadParameter(std::string_view name, std::string_view value, std::string_view allowed) {
-  return Error(
-      422, "invalid_parameter",
-      std::string(name) + ": '" + std::string(value) + "' is not allowed; " + std::string(allowed));
 }
 
 std::string Lower(std::string_view s) {
@@ -51,55 +43,12 @@ bool IsRawImageType(const std::string& media) {
          media == "application/octet-stream" || media.empty();
 }
 
-template <typename T>
-std::optional<T> ParseNumber(std::string_view text) {
-  text = Trim(text);
-  T value{};
-  if constexpr (std::is_floating_point_v<T>) {
-    // from_chars for floats is in libstdc++ 11+, but strtof is locale-free enough for "0.5".
-    std::string s(text);
-    char* end = nullptr;
-    value = std::strtof(s.c_str(), &end);
-    if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(value)) return std::nullopt;
-    return value;
-  } else {
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
-    return value;
-  }
-}
-
 // Applies one option; an error names it and says what is allowed.
 std::optional<HttpError> ApplyOption(std::string_view name, std::string_view value,
-                                     DetectParams& p) {
-  if (name == "score_threshold") {
-    auto v = ParseNumber<float>(value);
-    if (!v || *v < 0.0f || *v > 1.0f) return BadParameter(name, value, "a number from 0 to 1");
-    p.score_threshold = *v;
-  } else if (name == "max_faces") {
-    auto v = ParseNumber<int>(value);
-    if (!v || *v < 1 || *v > 10000) return BadParameter(name, value, "an integer from 1 to 10000");
-    p.max_faces = *v;
-  } else if (name == "priority") {
-    auto v = scheduler::ParsePriority(value);
-    if (!v) return BadParameter(name, value, "one of interactive, api, bulk, stream");
-    p.priority = *v;
-  } else if (name == "timeout_ms") {
-    auto v = ParseNumber<int64_t>(value);
-    if (!v || *v < 1 || *v > 3'600'000) {
-      return BadParameter(name, value, "an integer number of milliseconds from 1 to 3600000");
-    }
-    p.timeout_ms = *v;
-  } else if (name == "format") {
-    if (value != "json" && value != "modelscope") {
-      return BadParameter(name, value, "json (default) or modelscope");
-    }
-    p.modelscope_format = value == "modelscope";
-  } else {
-    return Error(422, "invalid_parameter",
-                 "unknown parameter '" + std::string(name) + "'; allowed: " + kAllowedOptions);
-  }
-  return std::nullopt;
+                                     DetectParams& p, unsigned surface = opt::kHttp) {
+  std::string error = opt::ApplyRequestOption(name, value, &p, surface);
+  if (error.empty()) return std::nullopt;
+  return Error(422, "invalid_parameter", std::move(error));
 }
 
 std::optional<HttpError> AddImage(std::string name, std::vector<uint8_t> bytes,
@@ -281,9 +230,9 @@ std::optional<HttpError> CheckDetectContentType(std::string_view content_type) {
 }
 
 std::optional<HttpError> ParseDetectOptions(const std::multimap<std::string, std::string>& query,
-                                            DetectParams* params) {
+                                            DetectParams* params, unsigned surface) {
   for (const auto& [name, value] : query) {
-    if (auto e = ApplyOption(name, value, *params)) return e;
+    if (auto e = ApplyOption(name, value, *params, surface)) return e;
   }
   return std::nullopt;
 }
@@ -293,7 +242,7 @@ ParsedDetectRequest ParseDetectRequest(std::string_view content_type, std::strin
                                        const RequestLimits& limits) {
   ParsedDetectRequest out;
   DetectRequest& r = out.request;
-  if ((out.error = ParseDetectOptions(query, &r.params))) return out;
+  if ((out.error = ParseDetectOptions(query, &r.params, opt::kHttp))) return out;
   const std::string media = MediaType(content_type);
   std::optional<HttpError> error = CheckDetectContentType(content_type);
   if (!error) {

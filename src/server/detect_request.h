@@ -13,18 +13,14 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "scheduler/request.h"
+#include "mogserve/options.h"
+#include "options/option_table.h"
 #include "server/http_error.h"
 
 namespace mogserve::server {
 
-struct DetectParams {
-  std::optional<float> score_threshold;         // 0..1
-  std::optional<int> max_faces;                 // 1..10000
-  std::optional<scheduler::Priority> priority;  // unset: api (a live WebSocket: stream)
-  std::optional<int64_t> timeout_ms;            // > 0; may only shorten the server's timeout
-  bool modelscope_format = false;               // format=modelscope: {"scores":[],"boxes":[]}
-};
+// What the request sets for itself (the option table's request options).
+using DetectParams = RequestOptions;
 
 // One encoded picture of a request. Its bytes are copied once out of the request (a raw body,
 // a multipart part, a binary tensor) or decoded once from base64, and from here on only moved:
@@ -52,10 +48,12 @@ struct RequestLimits {
   int max_json_depth = 8;   // nesting of a JSON body, checked while parsing (400)
 };
 
-// The options among `query` (score_threshold, max_faces, priority, timeout_ms, format) into
-// `params`; 422 naming the first bad one and what is allowed.
+// The options among `query` (the option table's request options: score_threshold, max_faces,
+// priority, timeout_ms, format, ...) into `params`; 422 naming the first bad one and what is
+// allowed.
+// `surface`: the option table's surface the options come from (opt::kHttp, opt::kOip).
 std::optional<HttpError> ParseDetectOptions(const std::multimap<std::string, std::string>& query,
-                                            DetectParams* params);
+                                            DetectParams* params, unsigned surface);
 
 // The body's media type decides how it is read; refused types get 415 (naming the accepted
 // ones, and how to send a photo with curl when it came as a form). Checked from the header,

@@ -58,7 +58,7 @@ bool DetectWebSocket::OnMessage(std::string message, bool binary) {
     return true;
   }
   DetectParams params = parsed.request.params;
-  if (o.latest_only && !params.priority) params.priority = scheduler::Priority::kStream;
+  if (o.latest_only && !params.priority) params.priority = "stream";
   const bool many = parsed.request.many;
   const int count = static_cast<int>(parsed.request.images.size());
   {
@@ -69,7 +69,7 @@ bool DetectWebSocket::OnMessage(std::string message, bool binary) {
     pipeline::SubmitRequest submit =
         MakeSubmitRequest(parsed.request.images[i], params, o.defaults, o.client);
     submit.latest_only = o.latest_only;
-    const bool modelscope = params.modelscope_format;
+    const bool modelscope = params.modelscope_format();
     pipeline_->Submit(std::move(submit),
                       [state = state_, seq, i, many, modelscope](pipeline::RequestResult r) {
                         nlohmann::json body = ResultBody(r, modelscope);

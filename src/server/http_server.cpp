@@ -192,7 +192,7 @@ std::variant<WebSocketQuery, HttpError> ParseWebSocketQuery(
     }
   }
   DetectParams params;
-  if (auto e = ParseDetectOptions(q.options, &params)) return *e;
+  if (auto e = ParseDetectOptions(q.options, &params, opt::kHttp)) return *e;
   return q;
 }
 
@@ -250,7 +250,7 @@ class PendingAnswer : public std::enable_shared_from_this<PendingAnswer> {
 // code it would have had alone).
 HttpResponse DetectResponse(const DetectRequest& request,
                             const std::vector<pipeline::RequestResult>& results) {
-  const bool modelscope = request.params.modelscope_format;
+  const bool modelscope = request.params.modelscope_format();
   if (!request.many) {
     const auto [status, code] = HttpStatusOf(results[0]);
     HttpResponse r = JsonResponse(ResultBody(results[0], modelscope), status);

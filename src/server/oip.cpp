@@ -7,14 +7,13 @@
 #include <map>
 #include <optional>
 
+#include "options/option_table.h"
 #include "server/detect_call.h"
 #include "server/result_json.h"
 
 namespace mogserve::server::oip {
 namespace {
 
-constexpr const char* kParameters =
-    "score_threshold, max_faces, priority, timeout_ms, binary_data_output";
 
 HttpError Bad(std::string message, std::string code = "bad_request") {
   return HttpError{400, std::move(code), std::move(message)};
@@ -141,14 +140,15 @@ std::optional<HttpError> ApplyParameters(const nlohmann::json& parameters, Infer
     if (name == "binary_data_output") {
       if (!value.is_boolean()) return Bad("parameters.binary_data_output must be true or false");
       *binary_all = value.get<bool>();
-    } else if (name == "score_threshold" || name == "max_faces" || name == "priority" ||
-               name == "timeout_ms") {
+    } else if (const opt::Option* o = opt::Find(name); o != nullptr && (o->surfaces & opt::kOip)) {
       options.emplace(name, value.is_string() ? value.get<std::string>() : value.dump());
     } else {
-      return Bad("unknown parameter '" + name + "'; allowed: " + kParameters, "invalid_parameter");
+      return Bad("unknown parameter '" + name +
+                     "'; allowed: " + opt::NamesOn(opt::kOip) + ", binary_data_output",
+                 "invalid_parameter");
     }
   }
-  return ParseDetectOptions(options, &r.params);
+  return ParseDetectOptions(options, &r.params, opt::kOip);
 }
 
 std::optional<HttpError> SplitBinaryElements(std::string_view bytes, InferRequest& r) {

@@ -60,9 +60,9 @@ TEST(ParseDetectRequestTest, RawImageBodyWithQueryOptions) {
   EXPECT_FALSE(r.request.many);
   EXPECT_FLOAT_EQ(*r.request.params.score_threshold, 0.25f);
   EXPECT_EQ(*r.request.params.max_faces, 3);
-  EXPECT_EQ(r.request.params.priority, scheduler::Priority::kInteractive);
+  EXPECT_EQ(r.request.params.priority, "interactive");
   EXPECT_EQ(*r.request.params.timeout_ms, 500);
-  EXPECT_TRUE(r.request.params.modelscope_format);
+  EXPECT_TRUE(r.request.params.modelscope_format());
   // Content type parameters and case do not matter; octet-stream and none are sniffed later.
   EXPECT_FALSE(Parse("Image/PNG; charset=binary", "x").error.has_value());
   EXPECT_FALSE(Parse("application/octet-stream", "x").error.has_value());
@@ -152,7 +152,7 @@ TEST(ParseDetectRequestTest, JsonWithOneOrManyBase64Images) {
   ASSERT_EQ(r.request.images.size(), 1u);
   EXPECT_EQ(r.request.images[0].bytes, ImageBytes("hello"));
   EXPECT_FLOAT_EQ(*r.request.params.score_threshold, 0.6f);
-  EXPECT_EQ(r.request.params.priority, scheduler::Priority::kBulk);
+  EXPECT_EQ(r.request.params.priority, "bulk");
   EXPECT_FALSE(r.request.many);
 
   r = Parse("application/json", R"({"images":["aGk=","aGV5"]})");

@@ -90,7 +90,7 @@ TEST(GrpcInferTest, BytesContentsAndParameters) {
   EXPECT_EQ(r.images[1].bytes, ImageBytes("jpeg-b"));
   EXPECT_NEAR(*r.params.score_threshold, 0.7, 1e-6);
   EXPECT_EQ(*r.params.max_faces, 3);
-  EXPECT_EQ(*r.params.priority, scheduler::Priority::kBulk);
+  EXPECT_EQ(*r.params.priority, "bulk");
   EXPECT_EQ(*r.params.timeout_ms, 500);
   ASSERT_EQ(r.outputs.size(), 4u);  // no `outputs`: all, in order
   EXPECT_EQ(r.outputs[0].name, "BOXES");

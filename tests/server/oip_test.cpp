@@ -79,7 +79,7 @@ TEST(OipTest, JsonRequestWithBase64ImagesAndParameters) {
   EXPECT_EQ(r.images[1].name, "IMAGE[1]");
   EXPECT_FLOAT_EQ(*r.params.score_threshold, 0.7f);
   EXPECT_EQ(*r.params.max_faces, 3);
-  EXPECT_EQ(*r.params.priority, scheduler::Priority::kBulk);
+  EXPECT_EQ(*r.params.priority, "bulk");
   ASSERT_EQ(r.outputs.size(), 2u);
   EXPECT_EQ(r.outputs[0].name, "COUNT");
   EXPECT_FALSE(r.outputs[0].binary);

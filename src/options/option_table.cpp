@@ -1,0 +1,526 @@
+#include "options/option_table.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+#include <type_traits>
+
+namespace mogserve::opt {
+namespace {
+
+constexpr unsigned kStartup = kCli | kLibrary;
+constexpr unsigned kEverywhere = kCli | kLibrary | kHttp | kOip;
+constexpr double kInt64Max = static_cast<double>(std::numeric_limits<int64_t>::max());
+
+using D = DetectorOptions;
+using R = RequestOptions;
+using P = DetectOptions;
+
+// clang-format off
+const std::vector<Option>& Options() {
+  static const std::vector<Option> table = {
+  // The model and how it runs.
+  {.name = "model", .flag = "--model", .group = Group::kModel, .surfaces = kStartup,
+   .type = Type::kText, .choices = "ssd, mogface",
+   .help = "ssd (the embedded SSD-MobileNetV1) or mogface (needs --weights or --synthetic-weights)",
+   .library = &D::model},
+  {.name = "model_dir", .flag = "--model-dir", .group = Group::kModel, .surfaces = kStartup,
+   .type = Type::kText,
+   .default_text = "$MOGSERVE_MODEL_DIR, else models/ssd_mobilenetv1 in the working directory or "
+                   "next to the build, else the installed model",
+   .help = "SSD: folder with the model files (the installed model: "
+           "<prefix>/share/mogserve/models/ssd_mobilenetv1)",
+   .library = &D::model_dir},
+  {.name = "weights", .flag = "--weights", .group = Group::kModel, .surfaces = kStartup,
+   .type = Type::kText,
+   .help = "MogFace checkpoint: .pt/.pth written by torch.save (ModelScope's pytorch_model.pt, "
+           "model_140000.pth) or .safetensors",
+   .library = &D::weights},
+  {.name = "synthetic_weights", .flag = "--synthetic-weights", .group = Group::kModel,
+   .surfaces = kStartup, .type = Type::kText, .choices = "r101, e, r50",
+   .help = "MogFace with deterministic random weights of this variant: to run or benchmark "
+           "without a checkpoint",
+   .library = &D::synthetic_weights},
+  {.name = "seed", .flag = "--seed", .group = Group::kModel, .surfaces = kStartup,
+   .type = Type::kInt, .help = "Seed of --synthetic-weights",
+   .library = &D::seed},
+  {.name = "precision", .flag = "--precision", .group = Group::kModel, .surfaces = kStartup,
+   .type = Type::kText, .choices = "fp32, bf16, int8, auto (cpu); fp32, tf32, fp16, bf16, auto (cuda)",
+   .help = "fp32, bf16, int8 or auto on cpu (bf16 needs AVX-512 and is fast with AVX512-BF16 or "
+           "AMX; int8 needs --calibration, the SSD's is built in, and is fast with VNNI; auto "
+           "picks int8 where calibrated, else bf16 on CPUs with BF16 in hardware, else fp32); "
+           "fp32, tf32, fp16, bf16 or auto (fp16) on cuda",
+   .library = &D::precision},
+  {.name = "calibration", .flag = "--calibration", .group = Group::kModel, .surfaces = kStartup,
+   .type = Type::kText,
+   .default_text = "SSD: calibration/ssd_mobilenetv1_int8.json beside the executable",
+   .help = "int8: activation scales written by 'mogserve calibrate' for this model",
+   .library = &D::calibration},
+  {.name = "int8_float_layers", .flag = "--int8-float-layers", .group = Group::kModel,
+   .surfaces = kStartup, .type = Type::kText, .choices = "first,heads, first, heads, none",
+   .help = "int8: convolutions kept in FP32: first,heads (the input convolution and the output "
+           "heads), first, heads or none",
+   .library = &D::int8_float_layers},
+  {.name = "device", .flag = "--device", .group = Group::kModel, .surfaces = kStartup,
+   .type = Type::kText, .choices = "cpu, cuda, cuda:N",
+   .help = "cpu, or cuda / cuda:N (cuDNN and own kernels on an NVIDIA GPU, in builds with "
+           "MOGSERVE_WITH_CUDA; exits 3 naming the cause without a usable GPU)",
+   .library = &D::device},
+  {.name = "threads", .flag = "--threads", .group = Group::kModel, .surfaces = kStartup,
+   .type = Type::kInt, .min = 0, .max = 4096,
+   .help = "Intra-op threads for the forward pass (0 = all cores)", .library = &D::threads},
+  {.name = "cudnn_workspace_mb", .flag = "--cudnn-workspace-mb", .group = Group::kModel,
+   .surfaces = kStartup, .type = Type::kInt, .min = 0, .max = 1 << 20,
+   .help = "CUDA: cap of one instance's cuDNN workspace, MiB", .library = &D::cudnn_workspace_mb},
+  {.name = "cudnn_autotune", .flag = "--cudnn-autotune", .group = Group::kModel,
+   .surfaces = kStartup, .type = Type::kSwitch,
+   .help = "CUDA: time cuDNN's algorithms per convolution shape at start-up",
+   .library = &D::cudnn_autotune},
+  {.name = "max_graphs", .flag = "--max-graphs", .group = Group::kModel, .surfaces = kStartup,
+   .type = Type::kInt, .min = 0, .max = 1 << 20,
+   .help = "CUDA: CUDA graphs kept per instance (LRU); 0 = run eagerly", .library = &D::max_graphs},
+
+  // How pictures become canvases, and what survives post-processing.
+  {.name = "input_policy", .flag = "--input-policy", .group = Group::kInput, .surfaces = kStartup,
+   .type = Type::kText, .choices = "bucket, modelscope",
+   .help = "MogFace: bucket (long side scaled to --target-size, batched by shape) or modelscope "
+           "(original size, long side > 1500 scaled to 1000, as ModelScope)",
+   .library = &D::input_policy},
+  {.name = "target_size", .flag = "--target-size", .group = Group::kInput, .surfaces = kStartup,
+   .type = Type::kInt, .min = 32, .max = 4096,
+   .help = "MogFace bucket policy: the long side, a multiple of 32", .library = &D::target_size},
+  {.name = "score_threshold", .flag = "--score-threshold", .group = Group::kInput,
+   .surfaces = kEverywhere, .type = Type::kReal, .min = 0, .max = 1,
+   .default_text = "the model's: SSD 0.5, MogFace 0.82", .help = "Keep faces scoring above this",
+   .library = &D::score_threshold, .request = &R::score_threshold,
+   .detect = &P::score_threshold},
+  {.name = "nms_iou", .flag = "--nms-iou", .group = Group::kInput, .surfaces = kStartup,
+   .type = Type::kReal, .min = 0, .max = 1, .default_text = "the model's: SSD 0.5, MogFace 0.4",
+   .help = "Drop a face overlapping a better one by more than this IoU",
+   .library = &D::nms_iou, .detect = &P::nms_iou},
+  {.name = "top_k", .flag = "--top-k", .group = Group::kInput, .surfaces = kStartup,
+   .type = Type::kInt, .min = 1, .max = 1'000'000,
+   .default_text = "the model's: SSD all, MogFace 5000", .help = "Candidates entering NMS",
+   .library = &D::top_k, .detect = &P::top_k},
+  {.name = "max_faces", .flag = "--max-faces", .group = Group::kInput, .surfaces = kEverywhere,
+   .type = Type::kInt, .min = 1, .max = 10'000,
+   .default_text = "the model's: SSD 100, MogFace 750",
+   .help = "At most this many faces per image, highest scores first",
+   .library = &D::max_faces, .request = &R::max_faces, .detect = &P::max_faces},
+  {.name = "max_pixels", .flag = "--max-pixels", .group = Group::kPipeline, .surfaces = kStartup,
+   .type = Type::kInt, .min = 1, .max = double(int64_t{1} << 40),
+   .help = "Refuse images with more pixels (checked before decoding; HTTP 413)",
+   .library = &D::max_pixels},
+
+  // The batching scheduler.
+  {.name = "scheduler", .flag = "--scheduler", .group = Group::kScheduler, .surfaces = kStartup,
+   .type = Type::kText, .choices = "naive, dynamic, continuous, adaptive",
+   .help = "naive, dynamic, continuous or adaptive", .library = &D::scheduler},
+  {.name = "max_batch_size", .flag = "--max-batch-size", .group = Group::kScheduler,
+   .surfaces = kStartup, .type = Type::kInt, .min = 1, .max = 1024,
+   .help = "Most images per forward pass", .library = &D::max_batch_size},
+  // The deployment guide's --timeout: max_delay_ms in seconds (registered first, so that
+  // --max-delay-ms, given too, wins).
+  {.name = "max_delay_ms", .flag = "--timeout", .group = Group::kScheduler, .surfaces = kCli,
+   .type = Type::kReal, .min = 0, .max = 10'000, .flag_scale = 1000,
+   .help = "Longest a batch waits to fill, in seconds (the deployment guide's --timeout)",
+   .library = &D::max_delay_ms},
+  {.name = "max_delay_ms", .flag = "--max-delay-ms", .group = Group::kScheduler,
+   .surfaces = kStartup, .type = Type::kReal, .min = 0, .max = 10'000,
+   .help = "Longest the oldest request waits for a batch to fill, in milliseconds; overrides "
+           "--timeout when given",
+   .library = &D::max_delay_ms},
+  {.name = "max_batch_pixels", .flag = "--max-batch-pixels", .group = Group::kScheduler,
+   .surfaces = kStartup, .type = Type::kInt, .min = 0, .max = kInt64Max,
+   .help = "Pixel budget per batch (0: none)", .library = &D::max_batch_pixels},
+  {.name = "queue_capacity", .flag = "--queue-capacity", .group = Group::kScheduler,
+   .surfaces = kStartup, .type = Type::kInt, .min = 1, .max = double(int64_t{1} << 30),
+   .help = "Most queued images; beyond: refused (HTTP 503)", .library = &D::queue_capacity},
+  {.name = "queue_capacity_bytes", .flag = "--queue-capacity-bytes", .group = Group::kScheduler,
+   .surfaces = kStartup, .type = Type::kInt, .min = 0, .max = kInt64Max,
+   .help = "Most bytes held by queued images; beyond: refused (HTTP 503)",
+   .library = &D::queue_capacity_bytes},
+  {.name = "request_timeout_ms", .flag = "--request-timeout", .group = Group::kScheduler,
+   .surfaces = kStartup, .type = Type::kReal, .min = 0, .max = 3'600'000, .flag_scale = 1000,
+   .help = "Deadline from submission (the flag in seconds, the field in milliseconds; 0 = none); "
+           "a request's timeout_ms may only shorten it",
+   .library = &D::request_timeout_ms},
+  {.name = "latency_target_ms", .flag = "--latency-target-ms", .group = Group::kScheduler,
+   .surfaces = kStartup, .type = Type::kReal, .min = 1, .max = 600'000,
+   .help = "Adaptive scheduler's latency target", .library = &D::latency_target_ms},
+  {.name = "pad_batches", .flag = "--pad-batches", .group = Group::kScheduler,
+   .surfaces = kStartup, .type = Type::kSwitch,
+   .help = "Pad batches to the planned sizes (fixed shapes, as CUDA graphs need)",
+   .library = &D::pad_batches},
+
+  // Engine instances, threads and the start-up warm-up.
+  {.name = "instances", .flag = "--instances", .group = Group::kPipeline, .surfaces = kStartup,
+   .type = Type::kInt, .min = 0, .max = 64,
+   .help = "Engine instances sharing the weights, one worker thread each (0: 1 on cpu, 2 on "
+           "cuda)",
+   .library = &D::instances},
+  {.name = "decode_threads", .flag = "--workers", .group = Group::kPipeline, .surfaces = kStartup,
+   .type = Type::kInt, .min = 0, .max = 256,
+   .help = "Decode/pre-process threads (0: half the cores)", .library = &D::decode_threads},
+  {.name = "postprocess_threads", .flag = "--post-threads", .group = Group::kPipeline,
+   .surfaces = kStartup, .type = Type::kInt, .min = 1, .max = 64,
+   .help = "Post-process threads (and the library's callbacks)",
+   .library = &D::postprocess_threads},
+  {.name = "memory_fraction", .flag = "--memory-fraction", .group = Group::kPipeline,
+   .surfaces = kStartup, .type = Type::kReal, .min = 0.01, .max = 1,
+   .help = "Share of RAM (CPU) or device memory the buffer plan may use",
+   .library = &D::memory_fraction},
+  {.name = "batch_knee", .flag = "--batch-knee", .group = Group::kPipeline, .surfaces = kStartup,
+   .type = Type::kReal, .min = 0, .max = 1,
+   .help = "Cap each bucket's batch at the smallest warm-up batch size reaching this fraction "
+           "of the best measured throughput (bigger batches add latency, not throughput); 0 = "
+           "memory only",
+   .library = &D::batch_knee},
+  {.name = "plan_batch_sizes", .flag = "--plan-batch-sizes", .group = Group::kPipeline,
+   .surfaces = kStartup, .type = Type::kIntList, .min = 1, .max = 1024,
+   .help = "Batch sizes the start-up warm-up measures, increasing (capped by --max-batch-size; "
+           "none: no warm-up)",
+   .library = &D::plan_batch_sizes},
+
+  // Only per request.
+  {.name = "priority", .group = Group::kRequest, .surfaces = kHttp | kOip, .type = Type::kText,
+   .choices = "interactive, api, bulk, stream",
+   .allowed = "one of interactive, api, bulk, stream", .default_text = "api (a live WebSocket: stream)",
+   .help = "Scheduling class: interactive before api before bulk; stream for live video",
+   .request = &R::priority},
+  {.name = "timeout_ms", .group = Group::kRequest, .surfaces = kHttp | kOip, .type = Type::kInt,
+   .min = 1, .max = 3'600'000, .unit = "milliseconds", .default_text = "the server's --request-timeout",
+   .help = "This request's deadline; may only shorten the server's", .request = &R::timeout_ms},
+  {.name = "format", .group = Group::kRequest, .surfaces = kHttp, .type = Type::kText,
+   .choices = "json, modelscope", .allowed = "json (default) or modelscope", .default_text = "json",
+   .help = "modelscope: ModelScope's {\"scores\":[],\"boxes\":[]} (HTTP /v1/detect only)",
+   .request = &R::format},
+  };
+  return table;
+}
+// clang-format on
+
+// "0.5", "1e+06": the shortest the stream writes.
+std::string Number(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+std::string IntegerText(double v) {
+  return std::to_string(static_cast<int64_t>(v));
+}
+
+std::string RangeText(const Option& o, double scale) {
+  if (!HasRange(o)) return "any";
+  const auto num = [&](double v) {
+    return o.type == Type::kReal ? Number(v / scale) : IntegerText(v / scale);
+  };
+  return num(o.min) + " to " + num(o.max);
+}
+
+Status OutOfRange(const std::string& name, const std::string& value, const std::string& range) {
+  return InvalidArgument(name + ": " + value + " is out of range; allowed: " + range);
+}
+
+// One value against the option's range; `text` writes it as the error shows it.
+Status CheckValue(const Option& o, double v, const OptionNames& names, const std::string& text) {
+  if (!HasRange(o) || (v >= o.min && v <= o.max)) return Status::Ok();  // written as "inside": NaN is out of range
+  const double scale = names.flags() ? o.flag_scale : 1;
+  return OutOfRange(names(o.name), text.empty() ? Number(v / scale) : text, RangeText(o, scale));
+}
+
+template <typename T>
+std::string ValueText(T v, double scale) {
+  if constexpr (std::is_integral_v<T>) {
+    if (scale == 1) return std::to_string(v);
+  }
+  return Number(static_cast<double>(v) / scale);
+}
+
+Status CheckField(const Option& o, const DetectorOptions& d, const OptionNames& names) {
+  const double scale = names.flags() ? o.flag_scale : 1;
+  return std::visit(
+      [&](auto field) -> Status {
+        using F = decltype(field);
+        if constexpr (std::is_same_v<F, std::monostate>) {
+          return Status::Ok();
+        } else {
+          const auto& value = d.*field;
+          using V = std::decay_t<decltype(value)>;
+          if constexpr (std::is_same_v<V, std::string> || std::is_same_v<V, bool>) {
+            return Status::Ok();
+          } else if constexpr (std::is_same_v<V, std::vector<int>>) {
+            for (size_t i = 0; i < value.size(); ++i) {
+              MOGSERVE_RETURN_IF_ERROR(CheckValue(o, value[i], names, std::to_string(value[i])));
+              if (i > 0 && value[i] <= value[i - 1]) {
+                return InvalidArgument(names(o.name) + ": " + std::to_string(value[i]) + " after " +
+                                       std::to_string(value[i - 1]) +
+                                       "; list the sizes in increasing order, each once");
+              }
+            }
+            return Status::Ok();
+          } else if constexpr (std::is_arithmetic_v<V>) {
+            return CheckValue(o, static_cast<double>(value), names, ValueText(value, scale));
+          } else {  // std::optional<number>
+            if (!value) return Status::Ok();
+            return CheckValue(o, static_cast<double>(*value), names, ValueText(*value, scale));
+          }
+        }
+      },
+      o.library);
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+template <typename T>
+std::optional<T> ParseNumber(std::string_view text) {
+  text = Trim(text);
+  T value{};
+  if constexpr (std::is_floating_point_v<T>) {
+    std::string s(text);  // strtod: locale-free enough for "0.5"
+    char* end = nullptr;
+    value = static_cast<T>(std::strtod(s.c_str(), &end));
+    if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(value)) return std::nullopt;
+    return value;
+  } else {
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+    return value;
+  }
+}
+
+// What a request error says is allowed: "a number from 0 to 1", "an integer from 1 to 10000".
+std::string AllowedText(const Option& o) {
+  if (!o.allowed.empty()) return std::string(o.allowed);
+  if (!o.choices.empty()) return "one of " + std::string(o.choices);
+  const std::string unit = o.unit.empty() ? "" : " number of " + std::string(o.unit);
+  return (o.type == Type::kReal ? "a number" : "an integer" + unit) + " from " + RangeText(o, 1);
+}
+
+bool IsChoice(const Option& o, std::string_view value) {
+  std::string_view rest = o.choices;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(", ");
+    if (rest.substr(0, comma) == value) return true;
+    rest = comma == std::string_view::npos ? "" : rest.substr(comma + 2);
+  }
+  return false;
+}
+
+std::string TypeText(const Option& o, double scale) {
+  switch (o.type) {
+    case Type::kInt:
+      return "integer, " + RangeText(o, scale);
+    case Type::kReal:
+      return "number, " + RangeText(o, scale);
+    case Type::kSwitch:
+      return "switch";
+    case Type::kIntList:
+      return "integers, " + RangeText(o, scale);
+    case Type::kText:
+      return o.choices.empty() ? "text" : std::string(o.choices);
+  }
+  return "";
+}
+
+std::string Code(std::string_view s) {
+  return s.empty() ? "" : "`" + std::string(s) + "`";
+}
+
+// The Markdown cell text: '|' would end the cell.
+std::string Cell(std::string s) {
+  for (size_t at = s.find('|'); at != std::string::npos; at = s.find('|', at + 2)) {
+    s.replace(at, 1, "\\|");
+  }
+  return s;
+}
+
+}  // namespace
+
+std::span<const Option> Table() {
+  return Options();
+}
+
+const Option* Find(std::string_view name) {
+  for (const Option& o : Options()) {
+    if (o.name == name) return &o;
+  }
+  return nullptr;
+}
+
+std::string DefaultText(const Option& o, bool for_flag) {
+  if (!o.default_text.empty()) return std::string(o.default_text);
+  const DetectorOptions defaults;
+  const double scale = for_flag ? o.flag_scale : 1;
+  return std::visit(
+      [&](auto field) -> std::string {
+        using F = decltype(field);
+        if constexpr (std::is_same_v<F, std::monostate>) {
+          return "unset";
+        } else {
+          const auto& value = defaults.*field;
+          using V = std::decay_t<decltype(value)>;
+          if constexpr (std::is_same_v<V, std::string>) {
+            return value.empty() ? "none" : value;
+          } else if constexpr (std::is_same_v<V, bool>) {
+            return value ? "on" : "off";
+          } else if constexpr (std::is_same_v<V, std::vector<int>>) {
+            std::string out;
+            for (int v : value) out += (out.empty() ? "" : ",") + std::to_string(v);
+            return out;
+          } else if constexpr (std::is_arithmetic_v<V>) {
+            return ValueText(value, scale);
+          } else {
+            return value ? ValueText(*value, scale) : "unset";
+          }
+        }
+      },
+      o.library);
+}
+
+OptionNames& OptionNames::Rename(std::string_view option, std::string name) {
+  renamed_[std::string(option)] = std::move(name);
+  return *this;
+}
+
+std::string OptionNames::operator()(std::string_view option) const {
+  if (auto it = renamed_.find(option); it != renamed_.end()) return it->second;
+  if (!flags_) return std::string(option);
+  // The flag that sets the field in the field's own unit (--max-delay-ms, not --timeout), else
+  // the first.
+  const Option* found = nullptr;
+  for (const Option& o : Options()) {
+    if (o.name != option || o.flag.empty()) continue;
+    if (found == nullptr || (found->flag_scale != 1 && o.flag_scale == 1)) found = &o;
+  }
+  return found != nullptr ? std::string(found->flag) : std::string(option);
+}
+
+Status CheckRanges(const DetectorOptions& d, const OptionNames& names) {
+  for (const Option& o : Options()) {
+    if (!(o.surfaces & kLibrary)) continue;  // a flag-only alias checks through its field's
+    MOGSERVE_RETURN_IF_ERROR(CheckField(o, d, names));
+  }
+  return Status::Ok();
+}
+
+std::string NamesOn(Surface surface) {
+  std::string out;
+  std::vector<std::string_view> seen;
+  for (const Option& o : Options()) {
+    if (!(o.surfaces & surface) || std::find(seen.begin(), seen.end(), o.name) != seen.end()) {
+      continue;
+    }
+    seen.push_back(o.name);
+    out += (out.empty() ? "" : ", ") + std::string(o.name);
+  }
+  return out;
+}
+
+std::string ApplyRequestOption(std::string_view name, std::string_view text, RequestOptions* r,
+                               unsigned surfaces) {
+  const Option* o = Find(name);
+  if (o == nullptr || !(o->surfaces & surfaces)) {
+    return "unknown parameter '" + std::string(name) +
+           "'; allowed: " + NamesOn(static_cast<Surface>(surfaces));
+  }
+  const std::string bad = std::string(name) + ": '" + std::string(text) + "' is not allowed; " +
+                          AllowedText(*o);
+  return std::visit(
+      [&](auto field) -> std::string {
+        using F = decltype(field);
+        if constexpr (std::is_same_v<F, std::monostate>) {
+          return bad;
+        } else {
+          using V = typename std::decay_t<decltype(r->*field)>::value_type;
+          if constexpr (std::is_same_v<V, std::string>) {
+            if (!IsChoice(*o, text)) return bad;
+            r->*field = std::string(text);
+          } else {
+            const std::optional<V> v = ParseNumber<V>(text);
+            if (!v || !(*v >= o->min && *v <= o->max)) return bad;
+            r->*field = *v;
+          }
+          return "";
+        }
+      },
+      o->request);
+}
+
+DetectOptions ApplyDetectOverrides(const DetectorOptions& o, DetectOptions d) {
+  for (const Option& option : Options()) {
+    std::visit(
+        [&](auto detect_field) {
+          if constexpr (!std::is_same_v<decltype(detect_field), std::monostate>) {
+            std::visit(
+                [&](auto library_field) {
+                  if constexpr (!std::is_same_v<decltype(library_field), std::monostate>) {
+                    const auto& value = o.*library_field;
+                    using V = std::decay_t<decltype(value)>;
+                    if constexpr (std::is_arithmetic_v<V>) {
+                      d.*detect_field = static_cast<std::decay_t<decltype(d.*detect_field)>>(value);
+                    } else if constexpr (!std::is_same_v<V, std::string> &&
+                                         !std::is_same_v<V, std::vector<int>>) {
+                      if (value) d.*detect_field = *value;
+                    }
+                  }
+                },
+                option.library);
+          }
+        },
+        option.detect);
+  }
+  return d;
+}
+
+DetectOptions ApplyDetectOverrides(const RequestOptions& r, DetectOptions d) {
+  for (const Option& option : Options()) {
+    std::visit(
+        [&](auto detect_field) {
+          if constexpr (!std::is_same_v<decltype(detect_field), std::monostate>) {
+            std::visit(
+                [&](auto request_field) {
+                  if constexpr (!std::is_same_v<decltype(request_field), std::monostate>) {
+                    const auto& value = r.*request_field;
+                    using V = typename std::decay_t<decltype(value)>::value_type;
+                    if constexpr (std::is_arithmetic_v<V>) {
+                      if (value) d.*detect_field = *value;
+                    }
+                  }
+                },
+                option.request);
+          }
+        },
+        option.detect);
+  }
+  return d;
+}
+
+std::string OptionsMarkdown(Surface surface) {
+  std::ostringstream out;
+  if (surface == kCli) {
+    out << "| Flag | Type and range | Default | Meaning |\n|---|---|---|---|\n";
+  } else {
+    out << "| Name | Type and range | Default | Meaning |\n|---|---|---|---|\n";
+  }
+  for (const Option& o : Options()) {
+    if (!(o.surfaces & surface)) continue;
+    const bool cli = surface == kCli;
+    if (cli && o.flag.empty()) continue;
+    const double scale = cli ? o.flag_scale : 1;
+    out << "| " << Code(cli ? o.flag : o.name) << " | " << Cell(TypeText(o, scale)) << " | "
+        << Cell(DefaultText(o, cli)) << " | " << Cell(std::string(o.help)) << " |\n";
+  }
+  return out.str();
+}
+
+}  // namespace mogserve::opt
