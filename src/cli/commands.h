@@ -30,6 +30,8 @@ CommandRunner RegisterServeCommand(CLI::App& app);
 CommandRunner RegisterEvalCommand(CLI::App& app);
 CommandRunner RegisterProbeCommand(CLI::App& app);
 CommandRunner RegisterCalibrateCommand(CLI::App& app);
+// `options`: the option table as Markdown (docs/CLI.md and docs/API.md hold its output).
+CommandRunner RegisterOptionsCommand(CLI::App& app);
 // `bench serve`, added to the `bench` command by RegisterBenchCommand.
 CommandRunner RegisterBenchServeCommand(CLI::App& bench);
 // `bench report`, added to the `bench` command by RegisterBenchCommand.

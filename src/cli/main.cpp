@@ -43,6 +43,10 @@ int main(int argc, char** argv) {
       mogserve::cli::RegisterCalibrateCommand);
   add("probe", "HTTP health check: GET a URL, exit 0 only for 200 (for containers without curl)",
       mogserve::cli::RegisterProbeCommand);
+  add("options",
+      "The detection and serving options (the one option table) as Markdown: flags, HTTP and "
+      "OIP parameters, library fields, with ranges and defaults",
+      mogserve::cli::RegisterOptionsCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

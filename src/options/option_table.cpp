@@ -336,12 +336,21 @@ std::string Code(std::string_view s) {
   return s.empty() ? "" : "`" + std::string(s) + "`";
 }
 
-// The Markdown cell text: '|' would end the cell.
-std::string Cell(std::string s) {
-  for (size_t at = s.find('|'); at != std::string::npos; at = s.find('|', at + 2)) {
-    s.replace(at, 1, "\\|");
+// The Markdown cell text: '|' would end the cell, '<' start an HTML tag.
+std::string Cell(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else {
+      out += c;
+    }
   }
-  return s;
+  return out;
 }
 
 }  // namespace
