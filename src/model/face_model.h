@@ -12,7 +12,8 @@
 #include "image/resize.h"
 #include "model/network.h"
 #include "model/prepared_weights.h"
-#include "mogserve/detector.h"
+#include "model/nms.h"
+#include "mogserve/result.h"
 
 namespace mogserve::model {
 
@@ -34,12 +35,24 @@ class FaceModel {
   virtual DetectOptions default_detect_options() const = 0;
 
   // One image's faces from its rows of the output stage (scores: [anchors], boxes: [anchors, 4],
-  // for a canvas_width x canvas_height input): decoded, thresholded, NMS-filtered, mapped
-  // through `letterbox` into original-picture pixels and clipped to the picture.
-  virtual std::vector<Detection> Postprocess(std::span<const float> scores,
-                                             std::span<const float> boxes, int canvas_width,
-                                             int canvas_height, const image::Letterbox& letterbox,
-                                             const DetectOptions& options) const = 0;
+  // for a canvas_width x canvas_height input): the model's Decode, then KeepFaces (model/nms.h:
+  // the faces an image keeps, the same rule for every model).
+  std::vector<Detection> Postprocess(std::span<const float> scores, std::span<const float> boxes,
+                                     int canvas_width, int canvas_height,
+                                     const image::Letterbox& letterbox,
+                                     const DetectOptions& options) const {
+    return KeepFaces(Decode(scores, boxes, canvas_width, canvas_height, letterbox, options),
+                     options);
+  }
+
+ protected:
+  // Every face of the rows: decoded, thresholded, NMS-filtered, mapped through `letterbox` into
+  // original-picture pixels and clipped to the picture, those left without area dropped; highest
+  // score first. options.max_faces is KeepFaces', not the decoder's.
+  virtual std::vector<Detection> Decode(std::span<const float> scores,
+                                        std::span<const float> boxes, int canvas_width,
+                                        int canvas_height, const image::Letterbox& letterbox,
+                                        const DetectOptions& options) const = 0;
 
  private:
   std::shared_ptr<const Network> network_;

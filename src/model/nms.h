@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "mogserve/detector.h"
+#include "mogserve/result.h"
 
 namespace mogserve::model {
 
@@ -17,5 +17,10 @@ using IoUFunction = float (*)(const Detection&, const Detection&);
 // with every box already kept is <= iou_threshold, stopping at max_keep (<= 0: no limit).
 std::vector<Detection> NonMaxSuppression(std::vector<Detection> candidates, float iou_threshold,
                                          int max_keep, IoUFunction iou = &IoU);
+
+// The faces an image keeps of those a model decoded (every face NMS kept, in original-picture
+// pixels, highest score first): the first options.max_faces (<= 0: all). The one place every
+// model's answer is cut, whatever the model.
+std::vector<Detection> KeepFaces(std::vector<Detection> faces, const DetectOptions& options);
 
 }  // namespace mogserve::model

@@ -84,7 +84,7 @@ std::vector<Detection> DecodeSsdDetections(std::span<const float> box_encodings,
   }
   // NMS on the unclamped boxes (face-api's order), then clamp to the padded square, map to the
   // original picture and clip to it. A box that lay entirely in the padding has no area left:
-  // it is dropped before max_faces is applied, so it cannot push out a real face.
+  // it is dropped here, before KeepFaces applies max_faces, so it cannot push out a real face.
   const std::vector<Detection> kept =
       NonMaxSuppression(std::move(candidates), options.nms_iou, /*max_keep=*/0);
   const double sx = letterbox.canvas_width * letterbox.to_source_x;
@@ -96,7 +96,6 @@ std::vector<Detection> DecodeSsdDetections(std::span<const float> box_encodings,
   };
   std::vector<Detection> faces;
   for (const Detection& k : kept) {
-    if (options.max_faces > 0 && static_cast<int>(faces.size()) >= options.max_faces) break;
     const Detection d{map(k.x1, sx, max_x), map(k.y1, sy, max_y), map(k.x2, sx, max_x),
                       map(k.y2, sy, max_y), k.score};
     if (d.width() > 0 && d.height() > 0) faces.push_back(d);

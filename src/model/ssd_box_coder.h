@@ -29,8 +29,8 @@ StatusOr<std::vector<AnchorBox>> AnchorsFromRows(std::span<const float> rows, in
 //   box_encodings: [anchors, 4] (ty, tx, th, tw) with scale factors 10, 10, 5, 5
 //   scores:        [anchors] face probabilities (sigmoid already applied)
 // Keeps scores > options.score_threshold, runs NMS at options.nms_iou, clamps to the unit square,
-// maps through `letterbox` (canvas → original pixels), clips to the picture, drops boxes left
-// with no area (they lay in the padding) and keeps at most options.max_faces.
+// maps through `letterbox` (canvas → original pixels), clips to the picture and drops boxes left
+// with no area (they lay in the padding). Every face, best first: max_faces is KeepFaces'.
 std::vector<Detection> DecodeSsdDetections(std::span<const float> box_encodings,
                                            std::span<const float> scores,
                                            std::span<const AnchorBox> anchors,

@@ -28,7 +28,7 @@ int SsdModel::fixed_side() const {
   return kSsdInputSize;
 }
 
-std::vector<Detection> SsdModel::Postprocess(std::span<const float> scores,
+std::vector<Detection> SsdModel::Decode(std::span<const float> scores,
                                              std::span<const float> boxes, int, int,
                                              const image::Letterbox& letterbox,
                                              const DetectOptions& options) const {

@@ -24,10 +24,14 @@ class SsdModel final : public FaceModel {
   std::string name() const override { return "ssd-mobilenetv1"; }
   int fixed_side() const override;
   DetectOptions default_detect_options() const override { return DetectOptions{}; }
-  std::vector<Detection> Postprocess(std::span<const float> scores, std::span<const float> boxes,
-                                     int canvas_width, int canvas_height,
-                                     const image::Letterbox& letterbox,
-                                     const DetectOptions& options) const override;
+
+ protected:
+  std::vector<Detection> Decode(std::span<const float> scores, std::span<const float> boxes,
+                                int canvas_width, int canvas_height,
+                                const image::Letterbox& letterbox,
+                                const DetectOptions& options) const override;
+
+ public:
 
   const std::vector<AnchorBox>& anchors() const { return anchors_; }
 

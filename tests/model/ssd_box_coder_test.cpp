@@ -109,8 +109,9 @@ struct Synthetic {
     encodings.insert(encodings.end(), {ty, tx, th, tw});
     scores.push_back(score);
   }
+  // As the model answers: the decoder, then KeepFaces (max_faces).
   std::vector<Detection> Decode(const DetectOptions& o, const image::Letterbox& lb) const {
-    return DecodeSsdDetections(encodings, scores, anchors, o, lb);
+    return KeepFaces(DecodeSsdDetections(encodings, scores, anchors, o, lb), o);
   }
 };
 

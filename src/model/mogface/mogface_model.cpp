@@ -31,7 +31,7 @@ std::span<const float> MogFaceModel::Anchors(int height, int width) const {
   return it->second;
 }
 
-std::vector<Detection> MogFaceModel::Postprocess(std::span<const float> scores,
+std::vector<Detection> MogFaceModel::Decode(std::span<const float> scores,
                                                  std::span<const float> boxes, int canvas_width,
                                                  int canvas_height,
                                                  const image::Letterbox& letterbox,

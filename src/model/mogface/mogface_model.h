@@ -30,10 +30,14 @@ class MogFaceModel final : public FaceModel {
   // size runs (the FPN crops).
   int multiple() const override { return 32; }
   DetectOptions default_detect_options() const override;
-  std::vector<Detection> Postprocess(std::span<const float> scores, std::span<const float> boxes,
-                                     int canvas_width, int canvas_height,
-                                     const image::Letterbox& letterbox,
-                                     const DetectOptions& options) const override;
+
+ protected:
+  std::vector<Detection> Decode(std::span<const float> scores, std::span<const float> boxes,
+                                int canvas_width, int canvas_height,
+                                const image::Letterbox& letterbox,
+                                const DetectOptions& options) const override;
+
+ public:
 
   // The anchors of a height x width input (MogFaceAnchors), computed once per shape.
   std::span<const float> Anchors(int height, int width) const;

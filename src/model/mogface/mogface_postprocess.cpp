@@ -92,7 +92,7 @@ std::vector<Detection> MogFaceDetections(std::span<const float> conf, std::span<
   post.score_threshold = options.score_threshold;
   post.top_k = options.top_k > 0 ? options.top_k : static_cast<int>(conf.size());
   post.nms_iou = options.nms_iou;
-  post.max_faces = options.max_faces;
+  post.max_faces = 0;  // KeepFaces cuts, after the boxes left without area are dropped
   // Skip anchors centred in padding only when there is padding: without it, the last cell of
   // a level whose size was rounded up (n -> ceil(n/2)) may be centred just past the picture,
   // and ModelScope keeps it.
