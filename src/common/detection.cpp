@@ -1,7 +1,7 @@
-// Definitions for the plain result types of include/mogserve/detector.h.
-#include <algorithm>
+// Definitions for the plain result types of include/mogserve/result.h, and KeepFaces.
+#include "common/detection.h"
 
-#include "mogserve/detector.h"
+#include <algorithm>
 
 namespace mogserve {
 
@@ -14,6 +14,13 @@ float IoU(const Detection& a, const Detection& b) {
   if (iw <= 0 || ih <= 0) return 0.0f;
   const float inter = iw * ih;
   return inter / (area_a + area_b - inter);
+}
+
+std::vector<Detection> KeepFaces(std::vector<Detection> faces, const DetectOptions& options) {
+  if (options.max_faces > 0 && faces.size() > static_cast<size_t>(options.max_faces)) {
+    faces.resize(static_cast<size_t>(options.max_faces));
+  }
+  return faces;
 }
 
 }  // namespace mogserve

@@ -12,7 +12,7 @@
 #include "image/resize.h"
 #include "model/network.h"
 #include "model/prepared_weights.h"
-#include "model/nms.h"
+#include "common/detection.h"
 #include "mogserve/result.h"
 
 namespace mogserve::model {
@@ -35,7 +35,7 @@ class FaceModel {
   virtual DetectOptions default_detect_options() const = 0;
 
   // One image's faces from its rows of the output stage (scores: [anchors], boxes: [anchors, 4],
-  // for a canvas_width x canvas_height input): the model's Decode, then KeepFaces (model/nms.h:
+  // for a canvas_width x canvas_height input): the model's Decode, then KeepFaces (common/detection.h:
   // the faces an image keeps, the same rule for every model).
   std::vector<Detection> Postprocess(std::span<const float> scores, std::span<const float> boxes,
                                      int canvas_width, int canvas_height,

@@ -27,11 +27,4 @@ std::vector<Detection> NonMaxSuppression(std::vector<Detection> candidates, floa
   return kept;
 }
 
-std::vector<Detection> KeepFaces(std::vector<Detection> faces, const DetectOptions& options) {
-  if (options.max_faces > 0 && faces.size() > static_cast<size_t>(options.max_faces)) {
-    faces.resize(static_cast<size_t>(options.max_faces));
-  }
-  return faces;
-}
-
 }  // namespace mogserve::model

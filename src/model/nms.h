@@ -18,9 +18,4 @@ using IoUFunction = float (*)(const Detection&, const Detection&);
 std::vector<Detection> NonMaxSuppression(std::vector<Detection> candidates, float iou_threshold,
                                          int max_keep, IoUFunction iou = &IoU);
 
-// The faces an image keeps of those a model decoded (every face NMS kept, in original-picture
-// pixels, highest score first): the first options.max_faces (<= 0: all). The one place every
-// model's answer is cut, whatever the model.
-std::vector<Detection> KeepFaces(std::vector<Detection> faces, const DetectOptions& options);
-
 }  // namespace mogserve::model

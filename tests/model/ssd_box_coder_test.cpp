@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "common/detection.h"
 #include "image/resize.h"
 #include "model/nms.h"
 #include "model/tfjs_weights.h"
