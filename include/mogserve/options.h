@@ -52,6 +52,7 @@ struct DetectorOptions {
   std::optional<float> nms_iou;
   std::optional<int> top_k;
   std::optional<int> max_faces;
+  int min_face_size = 0;  // drop faces whose shorter side is below N original pixels; 0 = none
   int64_t max_pixels = 50'000'000;  // refuse larger images (checked before decoding)
 
   // The batching scheduler (--scheduler, --max-batch-size, --max-delay-ms, ...).
@@ -79,6 +80,7 @@ struct DetectorOptions {
 struct RequestOptions {
   std::optional<float> score_threshold;  // 0..1
   std::optional<int> max_faces;          // 1..10000
+  std::optional<int> min_face_size;      // 0..100000 pixels of the original picture
   std::optional<std::string> priority;   // interactive, api, bulk or stream; unset: api (a live
                                          // WebSocket: stream)
   std::optional<int64_t> timeout_ms;     // > 0; may only shorten the server's deadline

@@ -25,6 +25,8 @@ struct DetectOptions {
   int max_faces = 100;           // at most this many, highest scores first
   float nms_iou = 0.5f;          // suppress a face overlapping a better one by more than this
   int top_k = 0;                 // candidates entering NMS, best first; 0 = all
+  int min_face_size = 0;         // drop faces whose shorter side is below this many pixels of
+                                 // the original picture (before max_faces); 0 = keep all
 };
 
 // Where the time of one image went, in milliseconds.

@@ -79,6 +79,7 @@ pipeline::TtaOptions ToTtaOptions(const DetectFlags& flags, const DetectOptions&
   pipeline::TtaOptions o = pipeline::TtaOptions::Named(flags.tta);
   o.max_side_px = flags.tta_max_side;
   o.max_faces = detect.max_faces;
+  o.min_face_size = detect.min_face_size;
   return o;
 }
 

@@ -111,6 +111,7 @@ double RunSources(LoadedModel& model, std::vector<pipeline::ImageSource> sources
     pipeline::TtaOptions o = pipeline::TtaOptions::Named(tta);
     o.max_side_px = tta_max_side;
     o.max_faces = model.options.detect.max_faces;
+    o.min_face_size = model.options.detect.min_face_size;
     for (const pipeline::ImageSource& s : sources) {
       handle(pipeline::DetectSourceWithTta(*model.engine, s, model.options.decode, o,
                                            model.options.detect.score_threshold));

@@ -17,6 +17,10 @@ float IoU(const Detection& a, const Detection& b) {
 }
 
 std::vector<Detection> KeepFaces(std::vector<Detection> faces, const DetectOptions& options) {
+  if (options.min_face_size > 0) {
+    const auto min = static_cast<float>(options.min_face_size);
+    std::erase_if(faces, [min](const Detection& d) { return std::min(d.width(), d.height()) < min; });
+  }
   if (options.max_faces > 0 && faces.size() > static_cast<size_t>(options.max_faces)) {
     faces.resize(static_cast<size_t>(options.max_faces));
   }

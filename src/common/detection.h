@@ -9,8 +9,8 @@
 namespace mogserve {
 
 // The faces an image keeps of those a model decoded (every face NMS kept, in original-picture
-// pixels, highest score first): the first options.max_faces (<= 0: all). The one place every
-// answer is cut, whatever the model.
+// pixels, highest score first): those whose shorter side is at least options.min_face_size, then
+// the first options.max_faces (<= 0: all). The one place every answer is cut, whatever the model.
 std::vector<Detection> KeepFaces(std::vector<Detection> faces, const DetectOptions& options);
 
 }  // namespace mogserve

@@ -111,6 +111,11 @@ const std::vector<Option>& Options() {
    .default_text = "the model's: SSD 100, MogFace 750",
    .help = "At most this many faces per image, highest scores first",
    .library = &D::max_faces, .request = &R::max_faces, .detect = &P::max_faces},
+  {.name = "min_face_size", .flag = "--min-face-size", .group = Group::kInput,
+   .surfaces = kEverywhere, .type = Type::kInt, .min = 0, .max = 100'000, .unit = "pixels",
+   .help = "Drop faces whose shorter box side is below this many pixels of the original "
+           "picture, before max_faces (0 = keep all)",
+   .library = &D::min_face_size, .request = &R::min_face_size, .detect = &P::min_face_size},
   {.name = "max_pixels", .flag = "--max-pixels", .group = Group::kPipeline, .surfaces = kStartup,
    .type = Type::kInt, .min = 1, .max = double(int64_t{1} << 40),
    .help = "Refuse images with more pixels (checked before decoding; HTTP 413)",

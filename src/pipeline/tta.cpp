@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/clock.h"
+#include "common/detection.h"
 #include "common/file_util.h"
 #include "image/decode.h"
 #include "image/resize.h"
@@ -345,7 +346,9 @@ StatusOr<std::vector<Detection>> DetectWithTta(engine::Engine& engine, const ima
   }
   out_stats->pooled = static_cast<int>(pooled.size());
 
-  std::vector<Detection> faces = BoxVote(std::move(pooled), options.vote_iou, options.max_faces);
+  // Voting stops at max_faces only when no face can be dropped after it.
+  std::vector<Detection> faces = BoxVote(std::move(pooled), options.vote_iou,
+                                         options.min_face_size > 0 ? 0 : options.max_faces);
   // The original clips when it writes its results, to inclusive pixels [0, W-1] x [0, H-1].
   const float max_x = static_cast<float>(width - 1), max_y = static_cast<float>(height - 1);
   for (Detection& face : faces) {
@@ -354,7 +357,8 @@ StatusOr<std::vector<Detection>> DetectWithTta(engine::Engine& engine, const ima
     face.x2 = std::clamp(face.x2, 0.0f, max_x);
     face.y2 = std::clamp(face.y2, 0.0f, max_y);
   }
-  return faces;
+  return KeepFaces(std::move(faces),
+                   {.max_faces = options.max_faces, .min_face_size = options.min_face_size});
 }
 
 TtaOptions TtaOptions::Named(std::string_view preset) {

@@ -34,7 +34,8 @@ struct TtaOptions {
   float score_threshold = 0.01f;
   int top_k = 5000;
   int max_faces_per_pass = 750;
-  int max_faces = 750;  // after voting
+  int max_faces = 750;     // after voting
+  int min_face_size = 0;  // after voting, before max_faces (KeepFaces)
 
   // Bounds for CPU users; 0 = off (the paper). A pass whose long side would exceed max_side_px
   // is run at the scale that makes it max_side_px instead (its area band, in original pixels,

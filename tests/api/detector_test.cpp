@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -361,6 +362,40 @@ TEST_F(DetectorTest, FormatJsonLineWritesDetectsLine) {
 
 // Shut down with requests in flight: every callback runs exactly once, with faces (accepted
 // before the shutdown, so drained) or kUnavailable (refused after it); nothing is lost.
+// DetectorOptions::min_face_size (the option table's): faces whose shorter side is below it go,
+// before max_faces picks the best.
+TEST_F(DetectorTest, MinFaceSizeDropsSmallFacesBeforeMaxFaces) {
+  auto all = detector_->Detect(Photo("sample1.jpg"));
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_GE(all->faces.size(), 2u);
+  const auto shorter = [](const Detection& d) { return std::min(d.width(), d.height()); };
+  const int min_size = static_cast<int>(std::floor(shorter(all->faces[0]))) + 1;
+  std::vector<Detection> bigger;
+  for (const Detection& d : all->faces) {
+    if (shorter(d) >= min_size) bigger.push_back(d);
+  }
+  ASSERT_FALSE(bigger.empty());
+  ASSERT_LT(bigger.size(), all->faces.size());
+
+  DetectorOptions options = TestOptions();
+  options.plan_batch_sizes.clear();
+  options.min_face_size = min_size;
+  options.max_faces = 1;
+  auto opened = Detector::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  EXPECT_EQ((*opened)->info().defaults.min_face_size, min_size);
+  auto sized = (*opened)->Detect(Photo("sample1.jpg"));
+  ASSERT_TRUE(sized.ok()) << sized.status().ToString();
+  ASSERT_EQ(sized->faces.size(), 1u);
+  EXPECT_FLOAT_EQ(sized->faces[0].score, bigger[0].score);
+  EXPECT_FLOAT_EQ(sized->faces[0].x1, bigger[0].x1);
+
+  options.min_face_size = -1;
+  auto refused = Detector::Open(options);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(), "min_face_size: -1 is out of range; allowed: 0 to 100000");
+}
+
 TEST(DetectorShutdown, AnswersEverythingInFlightExactlyOnce) {
   DetectorOptions options = TestOptions();
   options.plan_batch_sizes.clear();  // no warm-up: this test is about the shutdown

@@ -468,6 +468,41 @@ TEST(DetectE2E, OptionsChangeTheOutputAsDocumented) {
   }
 }
 
+// --min-face-size N (the option table's min_face_size): faces whose shorter side is below N
+// pixels of the original picture are dropped, before --max-faces picks the best.
+TEST(DetectE2E, MinFaceSizeDropsSmallFacesBeforeMaxFaces) {
+  const std::string photo = PhotoPath("sample1.jpg").string();
+  const ProcessResult base = RunDetect({photo});
+  ASSERT_EQ(base.exit_code, 0) << base.Describe();
+  const json all = ParseJsonLines(base.out).at(0);
+  const auto shorter = [](const json& f) {
+    const json& b = f["box"];
+    return std::min(b[2].get<double>() - b[0].get<double>(), b[3].get<double>() - b[1].get<double>());
+  };
+  ASSERT_GE(all["faces"].size(), 2u) << all.dump();
+  // Just above the best face's side: it goes, the bigger ones stay.
+  const int min_size = static_cast<int>(std::floor(shorter(all["faces"][0]))) + 1;
+  json expected = all;
+  expected["faces"] = json::array();
+  for (const json& f : all["faces"]) {
+    if (shorter(f) >= min_size) expected["faces"].push_back(f);
+  }
+  ASSERT_FALSE(expected["faces"].empty());
+  ASSERT_LT(expected["faces"].size(), all["faces"].size());
+  const ProcessResult sized = RunDetect({"--min-face-size", std::to_string(min_size), photo});
+  ASSERT_EQ(sized.exit_code, 0) << sized.Describe();
+  ExpectSameFaces(ParseJsonLines(sized.out).at(0), expected);
+  const ProcessResult one =
+      RunDetect({"--min-face-size", std::to_string(min_size), "--max-faces", "1", photo});
+  ASSERT_EQ(one.exit_code, 0) << one.Describe();
+  json expected_one = expected;
+  expected_one["faces"] = json::array({expected["faces"][0]});
+  ExpectSameFaces(ParseJsonLines(one.out).at(0), expected_one);
+  const ProcessResult bad = RunDetect({"--min-face-size", "-1", photo});
+  EXPECT_EQ(bad.exit_code, 2) << bad.Describe();
+  EXPECT_NE(bad.err.find("--min-face-size"), std::string::npos) << bad.err;
+}
+
 TEST(DetectE2E, MaxPixelsRefusesLargerImagesAndQuietDropsTheSummary) {
   // grace_hopper.jpg is 512x600 = 307200 pixels, astronaut.png 512x512 = 262144.
   const ProcessResult r =

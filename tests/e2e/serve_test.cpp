@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <webp/encode.h>
 
+#include <algorithm>
+#include <cmath>
 #include <regex>
 
 #include "common/cpu_info.h"
@@ -276,6 +278,68 @@ TEST_F(ServeApiTest, JsonWithOneBase64ImageAndWithAnImagesList) {
     EXPECT_EQ(CheckFaces(j["results"][0], "sample1.jpg"), "");
     EXPECT_EQ(j["results"][1].value("name", ""), "images[1]");
     EXPECT_EQ(CheckFaces(j["results"][1], "grace_hopper.jpg"), "");
+  }
+}
+
+// min_face_size (the option table's) on each HTTP surface: the query, a JSON member and the OIP
+// parameters. sample1's faces have shorter sides of about 181, 191 and 200 px, the best-scoring
+// one the smallest: faces below the size go before max_faces picks the best.
+TEST_F(ServeApiTest, MinFaceSizeDropsSmallFacesBeforeMaxFacesOnEveryHttpSurface) {
+  const std::string& photo = PhotoBytes("sample1.jpg");
+  const json all = ParseBody(PostImage(photo, "image/jpeg"));
+  ASSERT_EQ(CheckFaces(all, "sample1.jpg"), "");
+  const auto shorter = [](const json& f) {
+    const json& b = f["box"];
+    return std::min(b[2].get<double>() - b[0].get<double>(), b[3].get<double>() - b[1].get<double>());
+  };
+  ASSERT_EQ(all["faces"].size(), 3u) << all.dump();
+  const double best_side = shorter(all["faces"][0]);
+  // A size just above the best face's side keeps every bigger face and drops the best one.
+  const int min_size = static_cast<int>(std::floor(best_side)) + 1;
+  std::vector<json> bigger;
+  for (const json& f : all["faces"]) {
+    if (shorter(f) >= min_size) bigger.push_back(f);
+  }
+  ASSERT_FALSE(bigger.empty());
+  ASSERT_LT(bigger.size(), all["faces"].size()) << "sample1's best face is not its smallest";
+  const std::string size = std::to_string(min_size);
+  {
+    SCOPED_TRACE("query");
+    const json j = ParseBody(PostImage(photo, "image/jpeg", "?min_face_size=" + size));
+    EXPECT_EQ(j["faces"], json(bigger));
+    const json one = ParseBody(PostImage(photo, "image/jpeg", "?max_faces=1&min_face_size=" + size));
+    ASSERT_EQ(one["faces"].size(), 1u) << one.dump();
+    EXPECT_EQ(one["faces"][0], bigger[0]) << "the size filter runs before max_faces";
+  }
+  {
+    SCOPED_TRACE("JSON member");
+    const json body = {{"image", Base64(photo)}, {"min_face_size", min_size}};
+    auto res = client_->Post("/v1/detect", body.dump(), "application/json");
+    ASSERT_TRUE(res) << Describe(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    EXPECT_EQ(ParseBody(res)["faces"], json(bigger));
+  }
+  {
+    SCOPED_TRACE("OIP REST parameter");
+    const json body = {{"inputs", {{{"name", "IMAGE"}, {"shape", {1}}, {"datatype", "BYTES"},
+                                    {"data", {Base64(photo)}}}}},
+                       {"parameters", {{"min_face_size", min_size}}}};
+    auto res = client_->Post("/v2/models/ssd-mobilenetv1/infer", body.dump(), "application/json");
+    ASSERT_TRUE(res) << Describe(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    const json j = ParseBody(res);
+    for (const json& out : j["outputs"]) {
+      if (out["name"] == "COUNT") EXPECT_EQ(out["data"][0].get<size_t>(), bigger.size()) << j.dump();
+    }
+  }
+  {
+    SCOPED_TRACE("out of range");
+    auto res = PostImage(photo, "image/jpeg", "?min_face_size=-1");
+    ASSERT_TRUE(res) << Describe(res);
+    EXPECT_EQ(res->status, 422);
+    EXPECT_EQ(CheckError(res->body, "invalid_parameter",
+                         {"min_face_size: '-1' is not allowed", "pixels from 0 to 100000"}),
+              "");
   }
 }
 
