@@ -6,9 +6,11 @@
 #include <charconv>
 #include <cmath>
 #include <functional>
+#include <type_traits>
 #include <variant>
 
 #include "common/process_memory.h"
+#include "options/option_table.h"
 #include "scheduler/outcome.h"
 #include "server/api_key.h"
 #include "server/detect_call.h"
@@ -681,12 +683,18 @@ HttpResponse HttpServer::Models() const {
                       {"instances", model_.instances},
                       {"input_policy", model_.input_policy},
                       {"scheduler", model_.scheduler},
-                      {"buffer_plan", model_.buffer_plan},
-                      {"defaults",
-                       {{"score_threshold", model_.defaults.score_threshold},
-                        {"max_faces", model_.defaults.max_faces},
-                        {"nms_iou", model_.defaults.nms_iou},
-                        {"top_k", model_.defaults.top_k}}}};
+                      {"buffer_plan", model_.buffer_plan}};
+  // Every per-image setting of the option table, as this server applies it by default.
+  nlohmann::json& defaults = m["defaults"] = nlohmann::json::object();
+  for (const opt::Option& o : opt::Table()) {
+    std::visit(
+        [&](auto field) {
+          if constexpr (!std::is_same_v<decltype(field), std::monostate>) {
+            defaults[std::string(o.name)] = model_.defaults.*field;
+          }
+        },
+        o.detect);
+  }
   return JsonResponse({{"models", {m}}});
 }
 
