@@ -21,7 +21,7 @@
 #include "cli/output_file.h"
 #include "cli/progress_bar.h"
 #include "cli/shutdown_signals.h"
-#include "server/result_json.h"
+#include "json/result_json.h"
 #include "server/stream_events.h"
 #ifdef MOGSERVE_WITH_VIDEO
 #include "pipeline/pipeline.h"
@@ -183,7 +183,7 @@ int ReportEnds(const std::vector<std::unique_ptr<video::StreamIngest>>& streams,
     if (!quiet) PrintSummary(*streams[i], std::to_string(i));
     if (!error) continue;
     ++failed;
-    nlohmann::json line = server::ErrorToJson(video::VideoErrorName(error->code), error->message);
+    nlohmann::json line = ErrorToJson(video::VideoErrorName(error->code), error->message);
     line["stream"] = std::to_string(i);
     write_line(line);
     std::cerr << "error: stream " << i << ": " << video::VideoErrorName(error->code) << ": "
@@ -250,7 +250,7 @@ int RunDetectVideo(const DetectVideoFlags& flags) {
   std::mutex out_mu;
   const LineWriter write_line = [&](const nlohmann::json& line) {
     std::lock_guard<std::mutex> lock(out_mu);
-    out << server::ToJsonLine(line) << "\n";
+    out << ToJsonLine(line) << "\n";
   };
   const std::vector<std::unique_ptr<video::StreamIngest>> streams =
       StartStreams(flags, **pipeline, write_line, saver.get());

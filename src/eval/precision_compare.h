@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "eval/wider_predictions.h"
-#include "mogserve/detector.h"
+#include "mogserve/result.h"
 #include "mogserve/status.h"
 
 namespace mogserve::eval {

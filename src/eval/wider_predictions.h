@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "eval/wider_ground_truth.h"
-#include "mogserve/detector.h"
+#include "mogserve/result.h"
 #include "mogserve/status.h"
 
 namespace mogserve::eval {

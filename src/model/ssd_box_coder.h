@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "image/resize.h"
-#include "mogserve/detector.h"
+#include "mogserve/result.h"
 #include "mogserve/status.h"
 
 namespace mogserve::model {

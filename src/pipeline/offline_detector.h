@@ -14,7 +14,7 @@
 
 #include "engine/engine.h"
 #include "image/decode.h"
-#include "mogserve/detector.h"
+#include "mogserve/result.h"
 #include "pipeline/shape_buckets.h"
 #include "scheduler/scheduler_config.h"
 

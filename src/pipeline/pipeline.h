@@ -37,7 +37,7 @@
 #include "common/thread_pool.h"
 #include "engine/engine.h"
 #include "image/decode.h"
-#include "mogserve/detector.h"
+#include "mogserve/result.h"
 #include "mogserve/status.h"
 #include "pipeline/canvas_pool.h"
 #include "pipeline/pipeline_observer.h"

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "mogserve/detector.h"
+#include "mogserve/result.h"
 #include "mogserve/status.h"
 #include "scheduler/batch_plan.h"
 #include "scheduler/outcome.h"

@@ -6,7 +6,7 @@
 
 #include "image/decode.h"
 #include "image/resize.h"
-#include "mogserve/detector.h"
+#include "mogserve/result.h"
 #include "pipeline/shape_buckets.h"
 
 namespace mogserve::pipeline {

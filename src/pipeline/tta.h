@@ -13,7 +13,7 @@
 
 #include "engine/engine.h"
 #include "image/image.h"
-#include "mogserve/detector.h"
+#include "mogserve/result.h"
 #include "mogserve/status.h"
 #include "pipeline/offline_detector.h"
 

@@ -2,7 +2,7 @@
 
 #include "options/option_table.h"
 #include "scheduler/outcome.h"
-#include "server/result_json.h"
+#include "json/result_json.h"
 
 namespace mogserve::server {
 

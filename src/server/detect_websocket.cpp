@@ -3,7 +3,7 @@
 #include <mutex>
 
 #include "server/detect_call.h"
-#include "server/result_json.h"
+#include "json/result_json.h"
 
 namespace mogserve::server {
 

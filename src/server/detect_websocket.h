@@ -19,7 +19,7 @@
 #include <memory>
 #include <string>
 
-#include "mogserve/detector.h"
+#include "mogserve/result.h"
 #include "pipeline/pipeline.h"
 #include "server/detect_request.h"
 #include "server/http/http_handler.h"

@@ -17,7 +17,7 @@
 #include "server/detect_websocket.h"
 #include "server/http/listener.h"
 #include "server/oip.h"
-#include "server/result_json.h"
+#include "json/result_json.h"
 #include "server/stream_events.h"
 #include "server/stream_routes.h"
 #include "server/web_ui.h"

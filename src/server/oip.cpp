@@ -9,7 +9,7 @@
 
 #include "options/option_table.h"
 #include "server/detect_call.h"
-#include "server/result_json.h"
+#include "json/result_json.h"
 
 namespace mogserve::server::oip {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "image/draw.h"
 #include "image/encode.h"
-#include "server/result_json.h"
+#include "json/result_json.h"
 #include "video/stream_registry.h"
 
 namespace mogserve::server {

@@ -7,7 +7,7 @@
 
 #include "image/resize.h"
 #include "model/mogface/mogface_variant.h"
-#include "mogserve/detector.h"
+#include "mogserve/result.h"
 
 namespace mogserve::model::mogface {
 

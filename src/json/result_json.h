@@ -4,10 +4,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "mogserve/detector.h"
+#include "mogserve/result.h"
 #include "mogserve/status.h"
 
-namespace mogserve::server {
+namespace mogserve {
 
 // `v` rounded to `decimals` places, as the double JSON prints shortest (0.01 → "0.01").
 double Round(double v, int decimals);
@@ -27,4 +27,4 @@ nlohmann::json ErrorToJson(const std::string& code, const std::string& message);
 // replaced by U+FFFD instead of failing.
 std::string ToJsonLine(const nlohmann::json& j);
 
-}  // namespace mogserve::server
+}  // namespace mogserve

@@ -1,8 +1,8 @@
-#include "server/result_json.h"
+#include "json/result_json.h"
 
 #include <cmath>
 
-namespace mogserve::server {
+namespace mogserve {
 
 // Dividing by the exact power of ten (rather than multiplying by 0.01) yields the double nearest
 // the decimal value, which JSON then prints short.
@@ -51,4 +51,4 @@ std::string ToJsonLine(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace mogserve::server
+}  // namespace mogserve
