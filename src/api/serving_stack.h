@@ -20,6 +20,7 @@
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_observer.h"
 #include "pipeline/shape_buckets.h"
+#include "pipeline/stack_description.h"
 #include "scheduler/scheduler_config.h"
 
 namespace mogserve::api {
@@ -64,14 +65,7 @@ StatusOr<LoadedEngines> LoadEngines(const engine::EngineOptions& engine_options,
                                     const DetectorOptions& options, const OptionNames& names = {});
 
 // What StartPipeline built, for banners, /v1/models and DetectorInfo.
-struct StackDescription {
-  engine::EngineInfo info;
-  std::string input_policy;  // ShapeBuckets::Describe()
-  std::string buffer_plan;   // BufferPlan::Describe(); "" without a warm-up
-  DetectOptions defaults;
-  std::string scheduler;  // "continuous, max batch 16, max delay 2 ms"
-  int instances = 1;
-};
+using StackDescription = pipeline::StackDescription;
 
 struct ServingPipeline {
   std::unique_ptr<pipeline::Pipeline> pipeline;

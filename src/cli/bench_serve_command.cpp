@@ -44,7 +44,7 @@ class PipelineTarget : public bench::DetectTarget {
     });
     return result.get();
   }
-  std::string Describe() const override { return serving_.model.info.Describe(); }
+  std::string Describe() const override { return serving_.description.info.Describe(); }
 
  private:
   LoadedEngines loaded_;

@@ -92,7 +92,7 @@ int Run(const BenchVideoFlags& f) {
       std::cerr << "error: " << serving.status().message() << "\n";
       return ExitCodeFor(serving.status());
     }
-    report.engine = serving->model.info.Describe();
+    report.engine = serving->description.info.Describe();
     for (double fps : f.detect_fps) {
       auto search = bench::SearchMaxStreams(
           *serving->pipeline, defaults, f.options, scheduler, fps, [](const bench::VideoPoint& p) {

@@ -37,7 +37,9 @@ struct Element<std::vector<T>> {
 
 std::string Help(const opt::Option& o) {
   std::string help(o.help);
-  if (!o.default_text.empty()) help += " (default: " + std::string(o.default_text) + ")";
+  if (!o.default_text.empty() || o.type == opt::Type::kSwitch) {
+    help += " (default: " + opt::DefaultText(o, /*for_flag=*/true) + ")";
+  }
   return help;
 }
 

@@ -155,7 +155,7 @@ int RunServe(const ServeFlags& flags) {
     return Fail(started.status());
   }
   pipeline::Pipeline& pipeline = *started->pipeline;
-  const server::ModelDescription& model = started->model;
+  const server::ModelDescription& model = started->description;
   http.SetPipeline(&pipeline, loaded->engines, model);
   if (grpc) grpc->SetPipeline(&pipeline, model);
   auto streams = ServeStreams::Start(flags, pipeline, http);

@@ -164,20 +164,7 @@ StatusOr<LoadedEngines> LoadEngines(const ServeFlags& flags) {
 
 StatusOr<ServingPipeline> StartPipeline(const ServeFlags& flags, const LoadedEngines& loaded,
                                         pipeline::PipelineObserver* observer) {
-  MOGSERVE_ASSIGN_OR_RETURN(
-      api::ServingPipeline started,
-      api::StartPipeline(flags.options, loaded, observer, opt::OptionNames::Flags()));
-  ServingPipeline out;
-  out.pipeline = std::move(started.pipeline);
-  out.preprocess_threads = started.preprocess_threads;
-  const api::StackDescription& d = started.description;
-  out.model.info = d.info;
-  out.model.input_policy = d.input_policy;
-  out.model.buffer_plan = d.buffer_plan;
-  out.model.defaults = d.defaults;
-  out.model.instances = d.instances;
-  out.model.scheduler = d.scheduler;
-  return out;
+  return api::StartPipeline(flags.options, loaded, observer, opt::OptionNames::Flags());
 }
 
 }  // namespace mogserve::cli

@@ -64,11 +64,7 @@ using LoadedEngines = api::LoadedEngines;
 // Checks every flag (errors name it), then loads the engines.
 StatusOr<LoadedEngines> LoadEngines(const ServeFlags& flags);
 
-struct ServingPipeline {
-  std::unique_ptr<pipeline::Pipeline> pipeline;
-  server::ModelDescription model;
-  int preprocess_threads = 0;
-};
+using ServingPipeline = api::ServingPipeline;
 // Measures the buffer plan (the warm-up), applies it to the scheduler, starts the pipeline.
 StatusOr<ServingPipeline> StartPipeline(const ServeFlags& flags, const LoadedEngines& loaded,
                                         pipeline::PipelineObserver* observer);

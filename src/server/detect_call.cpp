@@ -1,6 +1,7 @@
 #include "server/detect_call.h"
 
 #include "options/option_table.h"
+#include "server/answer_status.h"
 #include "scheduler/outcome.h"
 #include "json/result_json.h"
 
@@ -21,31 +22,8 @@ pipeline::SubmitRequest MakeSubmitRequest(ImagePart& image, const DetectParams& 
 }
 
 std::pair<int, std::string> HttpStatusOf(const pipeline::RequestResult& r) {
-  using scheduler::Outcome;
-  switch (r.outcome) {
-    case Outcome::kDone:
-      return {200, ""};
-    case Outcome::kRejectedQueueFull:
-      return {503, "queue_full"};
-    case Outcome::kRejectedDeadline:
-      return {504, "deadline_exceeded"};
-    case Outcome::kRejectedBadInput:
-      switch (r.status.code()) {
-        case StatusCode::kUnsupported:
-          return {415, "unsupported_image_format"};
-        case StatusCode::kResourceExhausted:
-          return {413, "image_too_large"};
-        default:
-          return {400, "invalid_image"};
-      }
-    case Outcome::kFailed:
-      return {500, "inference_failed"};
-    case Outcome::kCancelled:
-      return {503, "cancelled"};
-    case Outcome::kSuperseded:
-      return {409, "superseded"};
-  }
-  return {500, "internal"};
+  const AnswerStatus status = StatusOf(r);
+  return {status.http, std::string(status.code)};
 }
 
 nlohmann::json ResultBody(const pipeline::RequestResult& r, bool modelscope) {

@@ -41,6 +41,7 @@
 #include "engine/engine.h"
 #include "mogserve/status.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/stack_description.h"
 #include "server/detect_request.h"
 #include "server/http/http_handler.h"
 #include "server/server_metrics.h"
@@ -75,15 +76,8 @@ struct ServerOptions {
   AccessLog access_log = AccessLog::kText;
 };
 
-// What /v1/models and the banner say about the running model.
-struct ModelDescription {
-  engine::EngineInfo info;
-  std::string input_policy;  // ShapeBuckets::Describe()
-  std::string buffer_plan;   // BufferPlan::Describe()
-  DetectOptions defaults;
-  std::string scheduler;  // policy name and limits
-  int instances = 1;
-};
+// What /v1/models and the banner say about the running model (the serving stack's own).
+using ModelDescription = pipeline::StackDescription;
 
 class HttpServer : private http::HttpHandler {
  public:

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "common/enum_names.h"
+#include "server/answer_status.h"
 #include "server/api_key.h"
 #include "server/detect_call.h"
 
@@ -108,32 +109,24 @@ class Gather : public std::enable_shared_from_this<Gather> {
 
 }  // namespace
 
-grpc::StatusCode GrpcCodeOf(int http_status, std::string_view code) {
-  switch (http_status) {
-    case 200:
-      return grpc::StatusCode::OK;
-    case 400:
-    case 415:
-    case 422:
-      return grpc::StatusCode::INVALID_ARGUMENT;
-    case 401:
-      return grpc::StatusCode::UNAUTHENTICATED;
-    case 404:
-      return grpc::StatusCode::NOT_FOUND;
-    case 409:
-      return grpc::StatusCode::ABORTED;
-    case 413:
-      return grpc::StatusCode::RESOURCE_EXHAUSTED;
-    case 503:
-      return code == "queue_full" ? grpc::StatusCode::RESOURCE_EXHAUSTED
-                                  : grpc::StatusCode::UNAVAILABLE;
-    case 504:
-      return grpc::StatusCode::DEADLINE_EXCEEDED;
-    case 500:
-      return grpc::StatusCode::INTERNAL;
-    default:
-      return grpc::StatusCode::UNKNOWN;
+// server::GrpcCode (answer_status.h) mirrors grpc::StatusCode.
+static_assert([] {
+  using G = grpc::StatusCode;
+  using S = server::GrpcCode;
+  constexpr std::pair<G, S> kSame[] = {
+      {G::OK, S::kOk}, {G::CANCELLED, S::kCancelled}, {G::UNKNOWN, S::kUnknown},
+      {G::INVALID_ARGUMENT, S::kInvalidArgument}, {G::DEADLINE_EXCEEDED, S::kDeadlineExceeded},
+      {G::NOT_FOUND, S::kNotFound}, {G::RESOURCE_EXHAUSTED, S::kResourceExhausted},
+      {G::ABORTED, S::kAborted}, {G::INTERNAL, S::kInternal}, {G::UNAVAILABLE, S::kUnavailable},
+      {G::UNAUTHENTICATED, S::kUnauthenticated}};
+  for (const auto& [g, s] : kSame) {
+    if (static_cast<int>(g) != static_cast<int>(s)) return false;
   }
+  return true;
+}());
+
+grpc::StatusCode GrpcCodeOf(int http_status, std::string_view code) {
+  return static_cast<grpc::StatusCode>(server::GrpcCodeOf(http_status, code));
 }
 
 grpc::Status ToGrpcStatus(const HttpError& error) {
@@ -220,7 +213,7 @@ class GrpcServer::Service final : public inference::GRPCInferenceService::Callba
           http::BodyBudget* budget)
       : options_(options), metrics_(metrics), draining_(draining), budget_(budget) {}
 
-  void SetPipeline(pipeline::Pipeline* pipeline, const ModelDescription& model) {
+  void SetPipeline(pipeline::Pipeline* pipeline, const pipeline::StackDescription& model) {
     model_ = model;
     model_name_ = options_.model_name.empty() ? model.info.model : options_.model_name;
     pipeline_.store(pipeline);
@@ -401,7 +394,7 @@ class GrpcServer::Service final : public inference::GRPCInferenceService::Callba
   const std::atomic<bool>& draining_;
   http::BodyBudget* budget_;
   std::atomic<pipeline::Pipeline*> pipeline_{nullptr};
-  ModelDescription model_;  // written before pipeline_ is published
+  pipeline::StackDescription model_;  // written before pipeline_ is published
   std::string model_name_;  // same
 };
 
@@ -439,7 +432,7 @@ StatusOr<int> GrpcServer::Start() {
   return port;
 }
 
-void GrpcServer::SetPipeline(pipeline::Pipeline* pipeline, const ModelDescription& model) {
+void GrpcServer::SetPipeline(pipeline::Pipeline* pipeline, const pipeline::StackDescription& model) {
   service_->SetPipeline(pipeline, model);
 }
 

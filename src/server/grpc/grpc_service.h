@@ -39,7 +39,7 @@
 #include "pipeline/pipeline.h"
 #include "server/http/body_budget.h"
 #include "server/http_error.h"
-#include "server/http_server.h"
+#include "pipeline/stack_description.h"
 #include "server/oip.h"
 #include "server/server_metrics.h"
 
@@ -86,7 +86,7 @@ class GrpcServer {
   StatusOr<int> Start();
   // Makes the service ready: ModelInfer runs on `pipeline` (not owned; must keep running until
   // Shutdown returns). Thread-safe.
-  void SetPipeline(pipeline::Pipeline* pipeline, const ModelDescription& model);
+  void SetPipeline(pipeline::Pipeline* pipeline, const pipeline::StackDescription& model);
   // Readiness false (ServerReady, ModelReady); everything is still served. Thread-safe.
   void BeginDrain() { draining_.store(true); }
   // Stops taking calls, waits until every accepted call is answered or `deadline` passes
