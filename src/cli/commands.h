@@ -12,10 +12,11 @@
 #include <variant>
 #include <vector>
 
+#include "api/serving_stack.h"
 #include "engine/engine.h"
-#include "options/option_table.h"
 #include "mogserve/detector.h"
 #include "mogserve/status.h"
+#include "options/option_table.h"
 #include "pipeline/shape_buckets.h"
 
 namespace mogserve::cli {
@@ -83,6 +84,10 @@ StatusOr<std::vector<engine::Precision>> ParsePrecisions(const std::vector<std::
 // each in a pipeline); 0 instances: engine::DefaultInstances of the device (1 cpu, 2 cuda). On
 // failure, prints "error: ..." to stderr and returns the exit code (kExitUsage for a bad flag,
 // kExitFatal otherwise).
+// Checks `options` (every option, errors under `names`) and loads its engines; on failure prints
+// "error: ..." to stderr and returns the exit code (kExitUsage for a bad option, else kExitFatal).
+std::variant<api::LoadedEngines, int> CheckAndLoadEngines(const DetectorOptions& options,
+                                                          const opt::OptionNames& names);
 struct EngineInstances {
   std::vector<std::unique_ptr<engine::Engine>> owned;
   std::vector<engine::Engine*> all;  // owned, as raw pointers; all[0] is the first

@@ -225,16 +225,9 @@ int RunDetectVideo(const DetectVideoFlags& flags) {
   DetectorOptions options = BatchJobOptions(flags.options, flags.job);
   opt::OptionNames names = opt::OptionNames::Flags();
   names.Rename("scheduler", "--policy").Rename("max_batch_size", "--batch-size");
-  auto engine_options = api::CheckOptions(options, names);
-  if (!engine_options.ok()) {
-    std::cerr << "error: " << engine_options.status().message() << "\n";
-    return kExitUsage;
-  }
-  auto loaded = api::LoadEngines(*engine_options, options, names);
-  if (!loaded.ok()) {
-    std::cerr << "error: " << loaded.status().message() << "\n";
-    return loaded.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
-  }
+  auto checked = CheckAndLoadEngines(options, names);
+  if (const int* exit_code = std::get_if<int>(&checked)) return *exit_code;
+  api::LoadedEngines* loaded = &std::get<api::LoadedEngines>(checked);
   // Bulk files block on this (backpressure: a few batches ahead of the engines); paced streams
   // hold at most one queued frame each.
   options.queue_capacity =

@@ -46,23 +46,26 @@ StatusOr<pipeline::ShapeBuckets> ToShapeBuckets(const DetectorOptions& flags,
   return api::ToShapeBuckets(flags, info, opt::OptionNames::Flags());
 }
 
+std::variant<api::LoadedEngines, int> CheckAndLoadEngines(const DetectorOptions& options,
+                                                          const opt::OptionNames& names) {
+  StatusOr<api::LoadedEngines> loaded = [&]() -> StatusOr<api::LoadedEngines> {
+    MOGSERVE_ASSIGN_OR_RETURN(const engine::EngineOptions engine, api::CheckOptions(options, names));
+    return api::LoadEngines(engine, options, names);
+  }();
+  if (loaded.ok()) return std::move(*loaded);
+  std::cerr << "error: " << loaded.status().message() << "\n";
+  return loaded.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
+}
+
 std::variant<EngineInstances, int> CreateEngineInstances(const DetectorOptions& flags, int instances) {
   DetectorOptions o = flags;
   o.instances = instances;
-  const opt::OptionNames names = opt::OptionNames::Flags();
-  auto options = api::ToEngineOptions(o, names);
-  if (!options.ok()) {
-    std::cerr << "error: " << options.status().message() << "\n";
-    return kExitUsage;
-  }
-  auto loaded = api::LoadEngines(*options, o, names);
-  if (!loaded.ok()) {
-    std::cerr << "error: " << loaded.status().message() << "\n";
-    return loaded.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
-  }
+  auto loaded = CheckAndLoadEngines(o, opt::OptionNames::Flags());
+  if (const int* exit_code = std::get_if<int>(&loaded)) return *exit_code;
+  api::LoadedEngines& engines = std::get<api::LoadedEngines>(loaded);
   EngineInstances out;
-  out.owned = std::move(loaded->owned);
-  out.all = std::move(loaded->engines);
+  out.owned = std::move(engines.owned);
+  out.all = std::move(engines.engines);
   return out;
 }
 

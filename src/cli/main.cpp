@@ -17,36 +17,43 @@ int main(int argc, char** argv) {
   CLI::App app{"mogserve: fast face detection (SSD-MobileNetV1 embedded, MogFace) on the CPU"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("mogserve 0.1.0"));
-  std::map<CLI::App*, mogserve::cli::CommandRunner> runners;
-  auto add = [&](const char* name, const char* help, auto reg) {
-    CLI::App* sub = app.add_subcommand(name, help);
-    runners[sub] = reg(*sub);
+  namespace cli = mogserve::cli;
+  struct Command {
+    const char* name;
+    const char* help;
+    cli::CommandRunner (*add)(CLI::App&);
   };
-  add("serve", "HTTP API and web UI (default http://127.0.0.1:7860/)",
-      mogserve::cli::RegisterServeCommand);
-  add("detect", "Detect faces in image files and folders (JSON lines out)",
-      mogserve::cli::RegisterDetectCommand);
-  add("detect-video",
-      "Detect faces in video files and live streams (RTSP, RTMP, HTTP, UDP, TCP), JSON lines "
-      "per detected frame",
-      mogserve::cli::RegisterDetectVideoCommand);
-  add("bench",
-      "Benchmarks: engine (forward passes vs the machine's peak), pipeline (scheduler policies "
-      "under load, in-process), serve (HTTP vs in-process), video (live camera streams in real "
-      "time), report (the deployment guide's tables and plots, measured)",
-      mogserve::cli::RegisterBenchCommand);
-  add("eval", "Accuracy: WIDER FACE AP (official protocol), FP32 vs BF16/FP16",
-      mogserve::cli::RegisterEvalCommand);
-  add("calibrate",
-      "INT8 calibration: per-tensor activation scales of a model over photos (JSON, for "
-      "--precision int8 --calibration FILE)",
-      mogserve::cli::RegisterCalibrateCommand);
-  add("probe", "HTTP health check: GET a URL, exit 0 only for 200 (for containers without curl)",
-      mogserve::cli::RegisterProbeCommand);
-  add("options",
-      "The detection and serving options (the one option table) as Markdown: flags, HTTP and "
-      "OIP parameters, library fields, with ranges and defaults",
-      mogserve::cli::RegisterOptionsCommand);
+  const Command commands[] = {
+      {"serve", "HTTP API and web UI (default http://127.0.0.1:7860/)", cli::RegisterServeCommand},
+      {"detect", "Detect faces in image files and folders (JSON lines out)",
+       cli::RegisterDetectCommand},
+      {"detect-video",
+       "Detect faces in video files and live streams (RTSP, RTMP, HTTP, UDP, TCP), JSON lines "
+       "per detected frame",
+       cli::RegisterDetectVideoCommand},
+      {"bench",
+       "Benchmarks: engine (forward passes vs the machine's peak), pipeline (scheduler policies "
+       "under load, in-process), serve (HTTP vs in-process), video (live camera streams in real "
+       "time), report (the deployment guide's tables and plots, measured)",
+       cli::RegisterBenchCommand},
+      {"eval", "Accuracy: WIDER FACE AP (official protocol), FP32 vs BF16/FP16",
+       cli::RegisterEvalCommand},
+      {"calibrate",
+       "INT8 calibration: per-tensor activation scales of a model over photos (JSON, for "
+       "--precision int8 --calibration FILE)",
+       cli::RegisterCalibrateCommand},
+      {"probe", "HTTP health check: GET a URL, exit 0 only for 200 (for containers without curl)",
+       cli::RegisterProbeCommand},
+      {"options",
+       "The detection and serving options (the one option table) as Markdown: flags, HTTP and "
+       "OIP parameters, library fields, with ranges and defaults",
+       cli::RegisterOptionsCommand},
+  };
+  std::map<CLI::App*, cli::CommandRunner> runners;
+  for (const Command& c : commands) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    runners[sub] = c.add(*sub);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -17,6 +17,16 @@
 
 namespace mogserve::model {
 
+// One image's rows of the output stage, for a canvas_width x canvas_height input, and where its
+// picture lies in that canvas.
+struct OutputRows {
+  std::span<const float> scores;  // [anchors]
+  std::span<const float> boxes;   // [anchors, 4]
+  int canvas_width = 0;
+  int canvas_height = 0;
+  image::Letterbox letterbox;
+};
+
 class FaceModel {
  public:
   FaceModel(std::shared_ptr<const Network> network, PreparedWeights weights)
@@ -41,17 +51,15 @@ class FaceModel {
                                      int canvas_width, int canvas_height,
                                      const image::Letterbox& letterbox,
                                      const DetectOptions& options) const {
-    return KeepFaces(Decode(scores, boxes, canvas_width, canvas_height, letterbox, options),
+    return KeepFaces(Decode({scores, boxes, canvas_width, canvas_height, letterbox}, options),
                      options);
   }
 
  protected:
-  // Every face of the rows: decoded, thresholded, NMS-filtered, mapped through `letterbox` into
+  // Every face of the rows: decoded, thresholded, NMS-filtered, mapped through the letterbox into
   // original-picture pixels and clipped to the picture, those left without area dropped; highest
   // score first. options.max_faces is KeepFaces', not the decoder's.
-  virtual std::vector<Detection> Decode(std::span<const float> scores,
-                                        std::span<const float> boxes, int canvas_width,
-                                        int canvas_height, const image::Letterbox& letterbox,
+  virtual std::vector<Detection> Decode(const OutputRows& rows,
                                         const DetectOptions& options) const = 0;
 
  private:

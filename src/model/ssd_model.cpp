@@ -28,11 +28,8 @@ int SsdModel::fixed_side() const {
   return kSsdInputSize;
 }
 
-std::vector<Detection> SsdModel::Decode(std::span<const float> scores,
-                                             std::span<const float> boxes, int, int,
-                                             const image::Letterbox& letterbox,
-                                             const DetectOptions& options) const {
-  return DecodeSsdDetections(boxes, scores, anchors_, options, letterbox);
+std::vector<Detection> SsdModel::Decode(const OutputRows& rows, const DetectOptions& options) const {
+  return DecodeSsdDetections(rows.boxes, rows.scores, anchors_, options, rows.letterbox);
 }
 
 }  // namespace mogserve::model

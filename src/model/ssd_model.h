@@ -25,17 +25,10 @@ class SsdModel final : public FaceModel {
   int fixed_side() const override;
   DetectOptions default_detect_options() const override { return DetectOptions{}; }
 
- protected:
-  std::vector<Detection> Decode(std::span<const float> scores, std::span<const float> boxes,
-                                int canvas_width, int canvas_height,
-                                const image::Letterbox& letterbox,
-                                const DetectOptions& options) const override;
-
- public:
-
   const std::vector<AnchorBox>& anchors() const { return anchors_; }
 
  private:
+  std::vector<Detection> Decode(const OutputRows& rows, const DetectOptions& options) const override;
   SsdModel(std::shared_ptr<const Network> network, PreparedWeights weights,
            std::vector<AnchorBox> anchors)
       : FaceModel(std::move(network), std::move(weights)), anchors_(std::move(anchors)) {}

@@ -1,5 +1,6 @@
 #include "options/option_table.h"
 
+
 #include <algorithm>
 #include <charconv>
 #include <cctype>
@@ -8,6 +9,8 @@
 #include <limits>
 #include <sstream>
 #include <type_traits>
+
+#include "common/text.h"
 
 namespace mogserve::opt {
 namespace {
@@ -343,19 +346,7 @@ std::string Code(std::string_view s) {
 
 // The Markdown cell text: '|' would end the cell, '<' start an HTML tag.
 std::string Cell(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|') {
-      out += "\\|";
-    } else if (c == '<') {
-      out += "&lt;";
-    } else if (c == '>') {
-      out += "&gt;";
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return ReplaceChars(s, {{'|', "\\|"}, {'<', "&lt;"}, {'>', "&gt;"}});
 }
 
 }  // namespace

@@ -11,19 +11,13 @@ namespace mogserve::server {
 
 // gRPC's status codes (grpc::StatusCode's values, fixed by the gRPC protocol), without gRPC's
 // headers: the server library builds without gRPC.
+// clang-format off
 enum class GrpcCode : int {
-  kOk = 0,
-  kCancelled = 1,
-  kUnknown = 2,
-  kInvalidArgument = 3,
-  kDeadlineExceeded = 4,
-  kNotFound = 5,
-  kResourceExhausted = 8,
-  kAborted = 10,
-  kInternal = 13,
-  kUnavailable = 14,
+  kOk = 0, kCancelled = 1, kUnknown = 2, kInvalidArgument = 3, kDeadlineExceeded = 4,
+  kNotFound = 5, kResourceExhausted = 8, kAborted = 10, kInternal = 13, kUnavailable = 14,
   kUnauthenticated = 16,
 };
+// clang-format on
 
 struct AnswerStatus {
   std::string_view code;  // "" for success, else the error's code ("queue_full")

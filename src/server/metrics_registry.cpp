@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/enum_names.h"
+#include "common/text.h"
 
 namespace mogserve::server {
 namespace {
@@ -46,19 +47,7 @@ std::string FormatMetricValue(double value) {
 }
 
 std::string EscapeLabelValue(const std::string& value) {
-  std::string out;
-  for (char c : value) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return ReplaceChars(value, {{'\\', "\\\\"}, {'"', "\\\""}, {'\n', "\\n"}});
 }
 
 MetricFamily::MetricFamily(std::string name, std::string help, Type type,

@@ -31,12 +31,10 @@ std::span<const float> MogFaceModel::Anchors(int height, int width) const {
   return it->second;
 }
 
-std::vector<Detection> MogFaceModel::Decode(std::span<const float> scores,
-                                                 std::span<const float> boxes, int canvas_width,
-                                                 int canvas_height,
-                                                 const image::Letterbox& letterbox,
-                                                 const DetectOptions& options) const {
-  return MogFaceDetections(scores, boxes, Anchors(canvas_height, canvas_width), letterbox, options);
+std::vector<Detection> MogFaceModel::Decode(const OutputRows& rows,
+                                            const DetectOptions& options) const {
+  return MogFaceDetections(rows.scores, rows.boxes, Anchors(rows.canvas_height, rows.canvas_width),
+                           rows.letterbox, options);
 }
 
 }  // namespace mogserve::model::mogface

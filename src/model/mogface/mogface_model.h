@@ -31,18 +31,11 @@ class MogFaceModel final : public FaceModel {
   int multiple() const override { return 32; }
   DetectOptions default_detect_options() const override;
 
- protected:
-  std::vector<Detection> Decode(std::span<const float> scores, std::span<const float> boxes,
-                                int canvas_width, int canvas_height,
-                                const image::Letterbox& letterbox,
-                                const DetectOptions& options) const override;
-
- public:
-
   // The anchors of a height x width input (MogFaceAnchors), computed once per shape.
   std::span<const float> Anchors(int height, int width) const;
 
  private:
+  std::vector<Detection> Decode(const OutputRows& rows, const DetectOptions& options) const override;
   MogFaceModel(std::shared_ptr<const Network> network, PreparedWeights weights, Variant variant)
       : FaceModel(std::move(network), std::move(weights)), variant_(variant) {}
 
