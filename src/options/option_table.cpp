@@ -356,10 +356,13 @@ std::span<const Option> Table() {
 }
 
 const Option* Find(std::string_view name) {
+  const Option* alias = nullptr;
   for (const Option& o : Options()) {
-    if (o.name == name) return &o;
+    if (o.name != name) continue;
+    if (o.surfaces != kCli) return &o;
+    if (alias == nullptr) alias = &o;
   }
-  return nullptr;
+  return alias;
 }
 
 std::string DefaultText(const Option& o, bool for_flag) {

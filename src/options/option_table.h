@@ -86,7 +86,8 @@ inline bool HasRange(const Option& o) {
 
 // Every option, in the order the flags are registered and the docs list them.
 std::span<const Option> Table();
-// nullptr when there is no such option.
+// The option of that name (not a flag-only alias such as --timeout when the option has a main
+// entry); nullptr when there is none.
 const Option* Find(std::string_view name);
 
 // The default of `option` as the docs and --help write it: default_text, else the value in a

@@ -124,6 +124,14 @@ TEST(OptionTable, EveryFlagAndEveryRequestNameIsDeclaredOnce) {
   }
 }
 
+TEST(OptionTable, FindGivesTheMainEntryNotAFlagAlias) {
+  const Option* delay = Find("max_delay_ms");
+  ASSERT_NE(delay, nullptr);
+  EXPECT_EQ(delay->flag, "--max-delay-ms") << "--timeout is the same field in seconds, an alias";
+  EXPECT_EQ(OptionNames::Flags()("max_delay_ms"), "--max-delay-ms");
+  EXPECT_EQ(Find("no_such_option"), nullptr);
+}
+
 TEST(OptionTable, EveryFlagIsAcceptedInRangeRefusedOutsideAndSetsItsField) {
   for (const Option& o : Table()) {
     if (!(o.surfaces & kCli)) continue;
