@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "common/detection.h"
 #include "image/resize.h"
 #include "model/network.h"
 #include "model/prepared_weights.h"
-#include "common/detection.h"
 #include "mogserve/result.h"
 
 namespace mogserve::model {

@@ -1,9 +1,9 @@
 #include "server/detect_call.h"
 
-#include "options/option_table.h"
-#include "server/answer_status.h"
-#include "scheduler/outcome.h"
 #include "json/result_json.h"
+#include "options/option_table.h"
+#include "scheduler/outcome.h"
+#include "server/answer_status.h"
 
 namespace mogserve::server {
 

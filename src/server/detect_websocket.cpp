@@ -2,8 +2,8 @@
 
 #include <mutex>
 
-#include "server/detect_call.h"
 #include "json/result_json.h"
+#include "server/detect_call.h"
 
 namespace mogserve::server {
 

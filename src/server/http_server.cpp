@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "common/process_memory.h"
+#include "json/result_json.h"
 #include "options/option_table.h"
 #include "scheduler/outcome.h"
 #include "server/api_key.h"
@@ -17,7 +18,6 @@
 #include "server/detect_websocket.h"
 #include "server/http/listener.h"
 #include "server/oip.h"
-#include "json/result_json.h"
 #include "server/stream_events.h"
 #include "server/stream_routes.h"
 #include "server/web_ui.h"

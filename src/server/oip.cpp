@@ -7,9 +7,9 @@
 #include <map>
 #include <optional>
 
+#include "json/result_json.h"
 #include "options/option_table.h"
 #include "server/detect_call.h"
-#include "json/result_json.h"
 
 namespace mogserve::server::oip {
 namespace {

@@ -1,7 +1,7 @@
 #include "server/stream_routes.h"
 
-#include "server/detect_request.h"
 #include "json/result_json.h"
+#include "server/detect_request.h"
 
 #ifdef MOGSERVE_WITH_VIDEO
 #include "server/metrics_registry.h"

@@ -37,9 +37,9 @@
 #include "mogserve/status.h"
 #include "open_inference.grpc.pb.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/stack_description.h"
 #include "server/http/body_budget.h"
 #include "server/http_error.h"
-#include "pipeline/stack_description.h"
 #include "server/oip.h"
 #include "server/server_metrics.h"
 
