@@ -283,12 +283,6 @@ Status CheckField(const Option& o, const DetectorOptions& d, const OptionNames& 
       o.library);
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 template <typename T>
 std::optional<T> ParseNumber(std::string_view text) {
   text = Trim(text);
@@ -403,14 +397,10 @@ OptionNames& OptionNames::Rename(std::string_view option, std::string name) {
 std::string OptionNames::operator()(std::string_view option) const {
   if (auto it = renamed_.find(option); it != renamed_.end()) return it->second;
   if (!flags_) return std::string(option);
-  // The flag that sets the field in the field's own unit (--max-delay-ms, not --timeout), else
-  // the first.
-  const Option* found = nullptr;
-  for (const Option& o : Options()) {
-    if (o.name != option || o.flag.empty()) continue;
-    if (found == nullptr || (found->flag_scale != 1 && o.flag_scale == 1)) found = &o;
-  }
-  return found != nullptr ? std::string(found->flag) : std::string(option);
+  // The main entry's flag (--max-delay-ms, not the --timeout alias).
+  const Option* found = Find(option);
+  return found != nullptr && !found->flag.empty() ? std::string(found->flag)
+                                                  : std::string(option);
 }
 
 Status CheckRanges(const DetectorOptions& d, const OptionNames& names) {
@@ -464,53 +454,55 @@ std::string ApplyRequestOption(std::string_view name, std::string_view text, Req
       o->request);
 }
 
-DetectOptions ApplyDetectOverrides(const DetectorOptions& o, DetectOptions d) {
+namespace {
+
+template <typename T>
+constexpr bool kIsOptionalNumber = false;
+template <typename T>
+constexpr bool kIsOptionalNumber<std::optional<T>> = std::is_arithmetic_v<T>;
+
+// `value` (a number, or an optional one: unset leaves `d` alone) into the option's per-image
+// setting of `d`, when it has one.
+template <typename Value>
+void Override(const Option& option, const Value& value, DetectOptions* d) {
+  std::visit(
+      [&](auto detect_field) {
+        if constexpr (!std::is_same_v<decltype(detect_field), std::monostate>) {
+          using Target = std::decay_t<decltype(d->*detect_field)>;
+          if constexpr (std::is_arithmetic_v<Value>) {
+            d->*detect_field = static_cast<Target>(value);
+          } else if constexpr (kIsOptionalNumber<Value>) {
+            if (value) d->*detect_field = static_cast<Target>(*value);
+          }
+        }
+      },
+      option.detect);
+}
+
+// Every option's per-image setting from `source`'s field (`field` picks LibraryField or
+// RequestField).
+template <typename Source, typename FieldOf>
+DetectOptions Overrides(const Source& source, FieldOf field_of, DetectOptions d) {
   for (const Option& option : Options()) {
     std::visit(
-        [&](auto detect_field) {
-          if constexpr (!std::is_same_v<decltype(detect_field), std::monostate>) {
-            std::visit(
-                [&](auto library_field) {
-                  if constexpr (!std::is_same_v<decltype(library_field), std::monostate>) {
-                    const auto& value = o.*library_field;
-                    using V = std::decay_t<decltype(value)>;
-                    if constexpr (std::is_arithmetic_v<V>) {
-                      d.*detect_field = static_cast<std::decay_t<decltype(d.*detect_field)>>(value);
-                    } else if constexpr (!std::is_same_v<V, std::string> &&
-                                         !std::is_same_v<V, std::vector<int>>) {
-                      if (value) d.*detect_field = *value;
-                    }
-                  }
-                },
-                option.library);
+        [&](auto field) {
+          if constexpr (!std::is_same_v<decltype(field), std::monostate>) {
+            Override(option, source.*field, &d);
           }
         },
-        option.detect);
+        field_of(option));
   }
   return d;
 }
 
+}  // namespace
+
+DetectOptions ApplyDetectOverrides(const DetectorOptions& o, DetectOptions d) {
+  return Overrides(o, [](const Option& option) { return option.library; }, d);
+}
+
 DetectOptions ApplyDetectOverrides(const RequestOptions& r, DetectOptions d) {
-  for (const Option& option : Options()) {
-    std::visit(
-        [&](auto detect_field) {
-          if constexpr (!std::is_same_v<decltype(detect_field), std::monostate>) {
-            std::visit(
-                [&](auto request_field) {
-                  if constexpr (!std::is_same_v<decltype(request_field), std::monostate>) {
-                    const auto& value = r.*request_field;
-                    using V = typename std::decay_t<decltype(value)>::value_type;
-                    if constexpr (std::is_arithmetic_v<V>) {
-                      if (value) d.*detect_field = *value;
-                    }
-                  }
-                },
-                option.request);
-          }
-        },
-        option.detect);
-  }
-  return d;
+  return Overrides(r, [](const Option& option) { return option.request; }, d);
 }
 
 std::string OptionsMarkdown(Surface surface) {
