@@ -3,14 +3,12 @@
 #include "mogserve/detector.h"
 
 #include <atomic>
-#include <condition_variable>
 #include <cstring>
 #include <future>
-#include <mutex>
 
 #include "api/detector_builder.h"
 #include "api/serving_stack.h"
-#include "pipeline/pipeline.h"
+#include "pipeline/detect_call.h"
 
 namespace mogserve {
 namespace {
@@ -38,36 +36,71 @@ class Detector::Impl {
   std::atomic<int64_t> completed{0};
   std::atomic<int64_t> failed{0};
 
-  // Hands `input` to the pipeline; `done` gets the one answer. kBlock waits for room (the
-  // synchronous calls); kRefuse ends a request finding the queue full at once (DetectAsync).
-  void Submit(pipeline::ImageInput input, Callback done, pipeline::SubmitMode mode) {
+  // The answer of one image, counted.
+  StatusOr<DetectResult> Answer(pipeline::RequestResult r) {
+    StatusOr<DetectResult> answer = std::move(r.result);
+    if (r.status.code() == StatusCode::kCancelled && shut_down.load()) {
+      answer = ShutDownStatus();  // raced with Shutdown: refused, not run
+    } else if (!r.status.ok()) {
+      answer = std::move(r.status);
+    }
+    ++(answer.ok() ? completed : failed);
+    return answer;
+  }
+
+  // Hands `input` to the pipeline as a call of one image (pipeline/detect_call.h); `done` gets
+  // the one answer, on a pipeline thread (DetectAsync, DetectFileAsync: a full queue refuses).
+  void Submit(pipeline::ImageInput input, Callback done) {
     ++submitted;
     if (shut_down.load()) {
-      Finish(done, ShutDownStatus());
-      return;
+      ++failed;
+      return Finish(done, ShutDownStatus());
     }
-    pipeline::SubmitRequest request;
-    request.image = std::move(input);
-    serving.pipeline->Submit(
-        std::move(request),
-        [this, done = std::move(done)](pipeline::RequestResult r) {
-          if (r.status.ok()) {
-            Finish(done, std::move(r.result));
-          } else if (r.status.code() == StatusCode::kCancelled && shut_down.load()) {
-            Finish(done, ShutDownStatus());  // raced with Shutdown: refused, not run
-          } else {
-            Finish(done, std::move(r.status));
-          }
-        },
-        mode);
+    pipeline::DetectCall call;
+    call.images.push_back(std::move(input));
+    pipeline::SubmitEach(*serving.pipeline, std::move(call),
+                         [this, done = std::move(done)](size_t, pipeline::RequestResult r) {
+                           Finish(done, Answer(std::move(r)));
+                         });
   }
 
   void Finish(const Callback& done, StatusOr<DetectResult> result) {
-    ++(result.ok() ? completed : failed);
     const bool outer = in_callback;
     in_callback = true;
     done(std::move(result));
     in_callback = outer;
+  }
+
+  // Hands the inputs that are valid to the pipeline as one call and waits for all the answers
+  // (Detect, DetectAll: waiting for room in the queue); one answer per input, in order.
+  std::vector<StatusOr<DetectResult>> Wait(std::vector<StatusOr<pipeline::ImageInput>> inputs) {
+    std::vector<StatusOr<DetectResult>> out;
+    pipeline::DetectCall call;
+    call.mode = pipeline::SubmitMode::kBlock;
+    std::vector<size_t> slots;  // out's index of each of call.images
+    for (StatusOr<pipeline::ImageInput>& input : inputs) {
+      ++submitted;
+      if (in_callback) input = BlockingCallFromCallback();
+      if (shut_down.load() && input.ok()) input = ShutDownStatus();
+      if (!input.ok()) {
+        ++failed;
+        out.push_back(input.status());
+        continue;
+      }
+      slots.push_back(out.size());
+      out.push_back(Internal("not answered"));  // the answer's place
+      call.images.push_back(std::move(input).value());
+    }
+    if (call.images.empty()) return out;
+    std::promise<std::vector<pipeline::RequestResult>> answered;
+    auto future = answered.get_future();
+    pipeline::SubmitAll(*serving.pipeline, std::move(call),
+                        [&answered](std::vector<pipeline::RequestResult> results) {
+                          answered.set_value(std::move(results));
+                        });
+    std::vector<pipeline::RequestResult> results = future.get();
+    for (size_t k = 0; k < slots.size(); ++k) out[slots[k]] = Answer(std::move(results[k]));
+    return out;
   }
 
   static Status ShutDownStatus() {
@@ -113,30 +146,13 @@ class Detector::Impl {
     return input;
   }
 
-  // Submits and waits for the answer.
-  StatusOr<DetectResult> Wait(StatusOr<pipeline::ImageInput> input) {
-    if (in_callback) input = BlockingCallFromCallback();
-    if (!input.ok()) {
-      ++submitted;
-      ++failed;
-      return input.status();
-    }
-    std::promise<StatusOr<DetectResult>> promise;
-    auto future = promise.get_future();
-    Submit(
-        std::move(input).value(),
-        [&promise](StatusOr<DetectResult> r) { promise.set_value(std::move(r)); },
-        pipeline::SubmitMode::kBlock);
-    return future.get();
-  }
-
   void Async(StatusOr<pipeline::ImageInput> input, Callback done) {
     if (!input.ok()) {
       ++submitted;
-      Finish(done, input.status());
-      return;
+      ++failed;
+      return Finish(done, input.status());
     }
-    Submit(std::move(input).value(), std::move(done), pipeline::SubmitMode::kRefuse);
+    Submit(std::move(input).value(), std::move(done));
   }
 };
 
@@ -192,41 +208,25 @@ Detector::~Detector() {
 }
 
 StatusOr<DetectResult> Detector::Detect(std::span<const uint8_t> encoded) {
-  return impl_->Wait(Impl::FromEncoded({encoded.begin(), encoded.end()}));
+  std::vector<StatusOr<pipeline::ImageInput>> input;
+  input.push_back(Impl::FromEncoded({encoded.begin(), encoded.end()}));
+  return std::move(impl_->Wait(std::move(input))[0]);
 }
 
 StatusOr<DetectResult> Detector::Detect(const Pixels& pixels) {
-  return impl_->Wait(impl_->FromPixels(pixels));
+  std::vector<StatusOr<pipeline::ImageInput>> input;
+  input.push_back(impl_->FromPixels(pixels));
+  return std::move(impl_->Wait(std::move(input))[0]);
 }
 
 std::vector<StatusOr<DetectResult>> Detector::DetectAll(
     std::span<const std::span<const uint8_t>> images) {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::optional<StatusOr<DetectResult>>> slots(images.size());
-  size_t answered = 0;
-  for (size_t i = 0; i < images.size(); ++i) {
-    auto input = in_callback ? StatusOr<pipeline::ImageInput>(BlockingCallFromCallback())
-                             : Impl::FromEncoded({images[i].begin(), images[i].end()});
-    Callback done = [&, i](StatusOr<DetectResult> r) {
-      std::lock_guard<std::mutex> lock(mu);
-      slots[i].emplace(std::move(r));
-      ++answered;
-      cv.notify_all();
-    };
-    if (!input.ok()) {
-      ++impl_->submitted;
-      impl_->Finish(done, input.status());
-      continue;
-    }
-    impl_->Submit(std::move(input).value(), std::move(done), pipeline::SubmitMode::kBlock);
+  std::vector<StatusOr<pipeline::ImageInput>> inputs;
+  inputs.reserve(images.size());
+  for (const std::span<const uint8_t>& image : images) {
+    inputs.push_back(Impl::FromEncoded({image.begin(), image.end()}));
   }
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return answered == images.size(); });
-  std::vector<StatusOr<DetectResult>> out;
-  out.reserve(images.size());
-  for (auto& slot : slots) out.push_back(std::move(*slot));
-  return out;
+  return impl_->Wait(std::move(inputs));
 }
 
 void Detector::DetectAsync(std::vector<uint8_t> encoded, Callback done) {
@@ -239,13 +239,11 @@ void Detector::DetectAsync(const Pixels& pixels, Callback done) {
 
 void Detector::DetectFileAsync(std::string path, Callback done) {
   if (path.empty()) {
-    ++impl_->submitted;
-    impl_->Finish(done, InvalidArgument("path: empty; pass the image file's path"));
-    return;
+    return impl_->Async(InvalidArgument("path: empty; pass the image file's path"), std::move(done));
   }
   pipeline::ImageInput input;
   input.path = std::move(path);
-  impl_->Submit(std::move(input), std::move(done), pipeline::SubmitMode::kRefuse);
+  impl_->Submit(std::move(input), std::move(done));
 }
 
 void Detector::Shutdown() {

@@ -148,6 +148,8 @@ class Pipeline {
   CanvasPool& canvas_pool() { return pool_; }
   const scheduler::SchedulerConfig& scheduler_config() const { return options_.scheduler; }
   int instances() const { return static_cast<int>(workers_.size()); }
+  // The per-image settings of a request that brings none (PipelineOptions::detect).
+  const DetectOptions& default_detect() const { return default_detect_; }
 
  private:
   enum class Stage { kPreprocessing, kQueued, kRunning, kPostprocessing };

@@ -1,24 +1,20 @@
 #include "server/detect_call.h"
 
 #include "json/result_json.h"
-#include "options/option_table.h"
 #include "scheduler/outcome.h"
 #include "server/answer_status.h"
 
 namespace mogserve::server {
 
-pipeline::SubmitRequest MakeSubmitRequest(ImagePart& image, const DetectParams& params,
-                                          const DetectOptions& defaults, std::string client) {
-  pipeline::SubmitRequest s;
-  s.image.bytes = std::move(image.bytes);  // no copy: the part's bytes go to the decoder
-  // The option table checked the name against the priorities' names.
-  s.priority = params.priority ? scheduler::ParsePriority(*params.priority).value_or(
-                                     scheduler::Priority::kApi)
-                               : scheduler::Priority::kApi;
-  s.client = std::move(client);
-  if (params.timeout_ms) s.timeout = std::chrono::milliseconds(*params.timeout_ms);
-  s.detect = opt::ApplyDetectOverrides(params, defaults);
-  return s;
+pipeline::DetectCall MakeDetectCall(std::vector<ImagePart>& images, const DetectParams& params,
+                                    std::string client) {
+  pipeline::DetectCall call;
+  for (ImagePart& image : images) {
+    call.images.emplace_back().bytes = std::move(image.bytes);  // no copy: on to the decoder
+  }
+  call.options = params;
+  call.client = std::move(client);
+  return call;
 }
 
 std::pair<int, std::string> HttpStatusOf(const pipeline::RequestResult& r) {

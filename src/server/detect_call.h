@@ -1,21 +1,21 @@
-// One image's trip through the pipeline as the HTTP API sees it: the SubmitRequest made from a
-// parsed request, and the status, error code and JSON body its outcome answers with. Shared by
-// POST /v1/detect and the detection WebSocket.
+// The server's side of the one request path (pipeline/detect_call.h): a parsed request's images
+// as a DetectCall, and the status, error code and JSON body each image's outcome answers with.
+// Shared by POST /v1/detect, the detection WebSocket, OIP REST and OIP gRPC.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
+#include <vector>
 
-#include "pipeline/pipeline.h"
+#include "pipeline/detect_call.h"
 #include "server/detect_request.h"
 
 namespace mogserve::server {
 
-// The pipeline request for `image` (its bytes are moved out) with the request's options over
-// the model's `defaults`.
-pipeline::SubmitRequest MakeSubmitRequest(ImagePart& image, const DetectParams& params,
-                                          const DetectOptions& defaults, std::string client);
+// The call for `images` (their bytes are moved out) with the request's options.
+pipeline::DetectCall MakeDetectCall(std::vector<ImagePart>& images, const DetectParams& params,
+                                    std::string client);
 
 // Status and error code: done → {200, ""}; queue full → {503, "queue_full"}; deadline → 504;
 // bad input → 400 invalid_image / 413 image_too_large / 415 unsupported_image_format; engine

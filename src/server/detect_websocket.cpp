@@ -65,20 +65,17 @@ bool DetectWebSocket::OnMessage(std::string message, bool binary) {
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->in_flight += count;
   }
-  for (int i = 0; i < count; ++i) {
-    pipeline::SubmitRequest submit =
-        MakeSubmitRequest(parsed.request.images[i], params, o.defaults, o.client);
-    submit.latest_only = o.latest_only;
-    const bool modelscope = params.modelscope_format();
-    pipeline_->Submit(std::move(submit),
-                      [state = state_, seq, i, many, modelscope](pipeline::RequestResult r) {
-                        nlohmann::json body = ResultBody(r, modelscope);
-                        if (r.outcome != scheduler::Outcome::kDone)
-                          body["status"] = HttpStatusOf(r).first;
-                        state->Answer(std::move(body), seq, i, many);
-                        state->Finished();
-                      });
-  }
+  pipeline::DetectCall call = MakeDetectCall(parsed.request.images, params, o.client);
+  call.latest_only = o.latest_only;
+  const bool modelscope = params.modelscope_format();
+  pipeline::SubmitEach(
+      *pipeline_, std::move(call),
+      [state = state_, seq, many, modelscope](size_t i, pipeline::RequestResult r) {
+        nlohmann::json body = ResultBody(r, modelscope);
+        if (r.outcome != scheduler::Outcome::kDone) body["status"] = HttpStatusOf(r).first;
+        state->Answer(std::move(body), seq, static_cast<int>(i), many);
+        state->Finished();
+      });
   std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->in_flight < kMaxInFlight) return true;
   state_->paused = true;

@@ -30,7 +30,6 @@ struct DetectWebSocketOptions {
   std::multimap<std::string, std::string> query;  // the URL's detect options (validated)
   bool latest_only = false;
   std::string client;  // fairness key
-  DetectOptions defaults;
   RequestLimits limits;
 };
 

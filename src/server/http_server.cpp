@@ -218,35 +218,6 @@ std::variant<std::chrono::milliseconds, HttpError> ParseEventsInterval(
   return interval;
 }
 
-// The results of one HTTP request's images; `answer` makes the response once the last one ends.
-class PendingAnswer : public std::enable_shared_from_this<PendingAnswer> {
- public:
-  using Answer = std::function<HttpResponse(const std::vector<pipeline::RequestResult>&)>;
-  // `body` holds the request's bytes in the in-flight budget until the answer.
-  PendingAnswer(size_t images, http::BodyLease body, http::Responder respond, Answer answer)
-      : body_(std::move(body)),
-        respond_(std::move(respond)),
-        answer_(std::move(answer)),
-        results_(images),
-        pending_(images) {}
-
-  pipeline::ResultCallback Slot(size_t i) {
-    return [self = shared_from_this(), i](pipeline::RequestResult r) {
-      self->results_[i] = std::move(r);
-      if (self->pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        self->respond_(self->answer_(self->results_));
-      }
-    };
-  }
-
- private:
-  http::BodyLease body_;
-  http::Responder respond_;
-  Answer answer_;
-  std::vector<pipeline::RequestResult> results_;
-  std::atomic<size_t> pending_;
-};
-
 // POST /v1/detect's answer: one image → its result (or error) with its status; several → 200
 // with one entry per image, in order, each failed one carrying its own error (and "status", the
 // code it would have had alone).
@@ -570,7 +541,6 @@ std::unique_ptr<http::WebSocketHandler> HttpServer::AcceptWebSocket(
   o.latest_only = query.latest_only;
   // Each socket is its own client: its frames supersede only each other.
   o.client = "ws:" + std::to_string(next_socket_id_.fetch_add(1)) + ":" + head.remote_addr;
-  o.defaults = model_.defaults;
   o.limits = options_.limits;
   return std::make_unique<DetectWebSocket>(pipeline, std::move(peer), std::move(o));
 }
@@ -611,23 +581,17 @@ void HttpServer::Detect(HttpRequest request, const http::Responder& respond) {
   ParsedDetectRequest parsed = ParseDetectRequest(
       request.Header("Content-Type"), std::move(request.body), request.query, options_.limits);
   if (parsed.error) return respond(Error(*parsed.error));
-  const DetectParams& p = parsed.request.params;
-  const std::string client = options_.api_key.empty() ? request.remote_addr : "key";
-  std::vector<pipeline::SubmitRequest> submits;
-  for (ImagePart& image : parsed.request.images) {
-    submits.push_back(MakeSubmitRequest(image, p, model_.defaults, client));
-  }
+  pipeline::DetectCall call =
+      MakeDetectCall(parsed.request.images, parsed.request.params, Client(request));
   // The images' bytes stay counted against the in-flight budget until the answer: requests
   // still decoding hold them.
   auto detect = std::make_shared<const DetectRequest>(std::move(parsed.request));
-  auto call = std::make_shared<PendingAnswer>(
-      submits.size(), std::move(request.body_lease), respond,
-      [detect](const std::vector<pipeline::RequestResult>& results) {
-        return DetectResponse(*detect, results);
-      });
-  for (size_t i = 0; i < submits.size(); ++i) {
-    pipeline->Submit(std::move(submits[i]), call->Slot(i));
-  }
+  pipeline::SubmitAll(*pipeline, std::move(call),
+                      [detect, respond, lease = std::make_shared<http::BodyLease>(
+                                            std::move(request.body_lease))](
+                          std::vector<pipeline::RequestResult> results) {
+                        respond(DetectResponse(*detect, results));
+                      });
 }
 
 void HttpServer::Infer(HttpRequest request, const http::Responder& respond) {
@@ -639,19 +603,17 @@ void HttpServer::Infer(HttpRequest request, const http::Responder& respond) {
   auto infer = std::make_shared<oip::InferRequest>(std::move(std::get<oip::InferRequest>(parsed)));
   std::string().swap(request.body);  // the images are copies: the body goes now
   if (infer->id.empty()) infer->id = std::string(request.Header("X-Request-Id"));
-  const std::string client = options_.api_key.empty() ? request.remote_addr : "key";
-  std::vector<pipeline::SubmitRequest> submits;
-  for (ImagePart& image : infer->images) {
-    submits.push_back(MakeSubmitRequest(image, infer->params, model_.defaults, client));
-  }
-  auto call = std::make_shared<PendingAnswer>(
-      submits.size(), std::move(request.body_lease), respond,
-      [infer, name = ModelName()](const std::vector<pipeline::RequestResult>& results) {
-        return oip::InferResponse(*infer, name, results);
-      });
-  for (size_t i = 0; i < submits.size(); ++i) {
-    pipeline->Submit(std::move(submits[i]), call->Slot(i));
-  }
+  pipeline::DetectCall call = MakeDetectCall(infer->images, infer->params, Client(request));
+  pipeline::SubmitAll(*pipeline, std::move(call),
+                      [infer, name = ModelName(), respond,
+                       lease = std::make_shared<http::BodyLease>(std::move(request.body_lease))](
+                          std::vector<pipeline::RequestResult> results) {
+                        respond(oip::InferResponse(*infer, name, results));
+                      });
+}
+
+std::string HttpServer::Client(const HttpRequest& request) const {
+  return options_.api_key.empty() ? request.remote_addr : "key";
 }
 
 HttpResponse HttpServer::Ready() const {

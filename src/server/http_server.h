@@ -130,6 +130,9 @@ class HttpServer : private http::HttpHandler {
   // The /v2 checks of Screen after the route, method and API key (the model name, readiness,
   // Content-Encoding); `route` is the route table's value.
   std::optional<http::HttpResponse> ScreenV2(const http::HttpRequest& head, int route);
+  // The scheduler's client of a request (fairness, latest_only): its address, or one client for
+  // all holders of the API key.
+  std::string Client(const http::HttpRequest& request) const;
   // What /v2 calls the model: --model-name, else the engine's model name.
   std::string ModelName() const;
   http::HttpResponse Ready() const;

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <future>
 #include <thread>
 
 #include "fake_engine.h"
+#include "pipeline/detect_call.h"
 
 namespace mogserve::pipeline::testing {
 namespace {
@@ -572,6 +574,64 @@ TEST(PipelineTest, CreateRefusesBadOptions) {
   const auto bad = Pipeline::Create({&engine}, options);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("max_batch_size"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mogserve::pipeline::testing
+
+namespace mogserve::pipeline::testing {
+namespace {
+
+// The one request path (detect_call.h): a call's answers come back once, all of them, in the
+// images' order, whatever order they end in; an image refused at decode does not hold up or
+// reorder the rest.
+TEST(DetectCallTest, SubmitAllAnswersOnceInTheImagesOrder) {
+  Harness h(Config(Policy::kContinuous, 8));
+  DetectCall call;
+  call.images.resize(3);
+  call.images[0].decoded = TaggedImage(10);
+  call.images[1].bytes = {'n', 'o', 't', ' ', 'a', 'n', ' ', 'i', 'm', 'a', 'g', 'e'};
+  call.images[2].decoded = TaggedImage(20);
+  call.client = "one-call";
+  std::promise<std::vector<RequestResult>> answered;
+  std::atomic<int> calls{0};
+  SubmitAll(*h.pipeline, std::move(call), [&](std::vector<RequestResult> results) {
+    ++calls;
+    answered.set_value(std::move(results));
+  });
+  h.time.Advance(milliseconds(5));
+  h.engine().Open();
+  const std::vector<RequestResult> results = answered.get_future().get();
+  EXPECT_EQ(calls.load(), 1);
+  ASSERT_EQ(results.size(), 3u);
+  ASSERT_EQ(results[0].outcome, Outcome::kDone);
+  EXPECT_FLOAT_EQ(results[0].result.faces.at(0).score, 10 / 255.f);
+  EXPECT_EQ(results[1].outcome, Outcome::kRejectedBadInput);
+  ASSERT_EQ(results[2].outcome, Outcome::kDone);
+  EXPECT_FLOAT_EQ(results[2].result.faces.at(0).score, 20 / 255.f);
+
+  bool empty_answered = false;
+  SubmitAll(*h.pipeline, DetectCall{},
+            [&](std::vector<RequestResult> r) { empty_answered = r.empty(); });
+  EXPECT_TRUE(empty_answered);  // a call of no images is answered at once
+}
+
+// The request's options reach the pipeline request: priority names, timeouts, detect settings
+// over the pipeline's defaults.
+TEST(DetectCallTest, MakeSubmitRequestAppliesTheRequestsOptions) {
+  DetectOptions defaults;
+  defaults.max_faces = 7;
+  RequestOptions options;
+  options.priority = "bulk";
+  options.timeout_ms = 250;
+  options.min_face_size = 12;
+  const SubmitRequest s = MakeSubmitRequest(ImageInput{}, options, defaults);
+  EXPECT_EQ(s.priority, Priority::kBulk);
+  EXPECT_EQ(s.timeout, milliseconds(250));
+  ASSERT_TRUE(s.detect.has_value());
+  EXPECT_EQ(s.detect->max_faces, 7);
+  EXPECT_EQ(s.detect->min_face_size, 12);
+  EXPECT_EQ(MakeSubmitRequest(ImageInput{}, RequestOptions{}, defaults).priority, Priority::kApi);
 }
 
 }  // namespace

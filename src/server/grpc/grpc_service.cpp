@@ -89,24 +89,6 @@ std::string PeerAddress(const std::string& peer) {
   return std::string(p.substr(0, p.rfind(':')));
 }
 
-// The results of one ModelInfer's images; `done` runs once the last one ends.
-class Gather : public std::enable_shared_from_this<Gather> {
- public:
-  using Done = std::function<void(const std::vector<pipeline::RequestResult>&)>;
-  Gather(size_t images, Done done) : done_(std::move(done)), results_(images), pending_(images) {}
-  pipeline::ResultCallback Slot(size_t i) {
-    return [self = shared_from_this(), i](pipeline::RequestResult r) {
-      self->results_[i] = std::move(r);
-      if (self->pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) self->done_(self->results_);
-    };
-  }
-
- private:
-  Done done_;
-  std::vector<pipeline::RequestResult> results_;
-  std::atomic<size_t> pending_;
-};
-
 }  // namespace
 
 // server::GrpcCode (answer_status.h) mirrors grpc::StatusCode.
@@ -307,14 +289,11 @@ class GrpcServer::Service final : public inference::GRPCInferenceService::Callba
       return Finish(context, kMethod, ToGrpcStatus(*e));
     }
     const std::string client = options_.api_key.empty() ? PeerAddress(context->peer()) : "key";
-    std::vector<pipeline::SubmitRequest> submits;
-    for (ImagePart& image : infer->images) {
-      submits.push_back(MakeSubmitRequest(image, infer->params, model_.defaults, client));
-    }
+    pipeline::DetectCall call = MakeDetectCall(infer->images, infer->params, client);
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    auto gather = std::make_shared<Gather>(
-        submits.size(), [this, reactor, response, infer,
-                         lease](const std::vector<pipeline::RequestResult>& results) {
+    pipeline::SubmitAll(
+        *pipeline, std::move(call),
+        [this, reactor, response, infer, lease](std::vector<pipeline::RequestResult> results) {
           grpc::Status status = grpc::Status::OK;
           if (auto e = oip::FirstFailure(*infer, results)) {
             status = ToGrpcStatus(*e);
@@ -325,9 +304,6 @@ class GrpcServer::Service final : public inference::GRPCInferenceService::Callba
           lease->Release();
           reactor->Finish(status);  // the call, request and response may be gone after this
         });
-    for (size_t i = 0; i < submits.size(); ++i) {
-      pipeline->Submit(std::move(submits[i]), gather->Slot(i));
-    }
     return reactor;
   }
 
