@@ -44,6 +44,7 @@
 #include "pipeline/stack_description.h"
 #include "server/detect_request.h"
 #include "server/http/http_handler.h"
+#include "server/routes.h"
 #include "server/server_metrics.h"
 #include "server/stats_events.h"
 
@@ -113,37 +114,48 @@ class HttpServer : private http::HttpHandler {
   void SetStreams(video::StreamRegistry* streams, StreamEvents* events = nullptr);
 
  private:
-  // http::HttpHandler.
-  std::optional<http::HttpResponse> Screen(const http::HttpRequest& head) override;
+  // http::HttpHandler: every request through the route table (routes.h).
+  std::optional<http::HttpResponse> Screen(http::HttpRequest& head) override;
   void Handle(http::HttpRequest request, http::Responder respond) override;
   std::unique_ptr<http::WebSocketHandler> AcceptWebSocket(
       const http::HttpRequest& head, std::shared_ptr<http::WebSocketPeer> peer) override;
   void BeforeSend(const http::ExchangeRecord& record, http::HttpResponse& response) override;
   void OnExchange(const http::ExchangeRecord& record) override;
 
+  // The route table: each route with its checks and handler (http_server.cpp).
+  std::vector<Route> Routes();
+  std::optional<http::HttpResponse> ScreenOn(http::HttpRequest& head, bool admin_port);
+
+  // Detection (http_detect_routes.cpp): POST /v1/detect, its WebSocket, POST /v2/.../infer.
   void Detect(http::HttpRequest request, const http::Responder& respond);
-  void Infer(http::HttpRequest request, const http::Responder& respond);  // POST /v2/.../infer
-  // Screen's last step for /v1 and the rest, after the route, method and API key: the checks of
-  // one route (readiness, content type, query, subscriber caps); `route` is the route table's
-  // value.
-  std::optional<http::HttpResponse> ScreenV1(const http::HttpRequest& head, int route);
-  // The /v2 checks of Screen after the route, method and API key (the model name, readiness,
-  // Content-Encoding); `route` is the route table's value.
-  std::optional<http::HttpResponse> ScreenV2(const http::HttpRequest& head, int route);
+  std::optional<http::HttpResponse> ScreenDetectWebSocket(const http::HttpRequest& head) const;
+  std::unique_ptr<http::WebSocketHandler> AcceptDetectWebSocket(
+      const http::HttpRequest& head, std::shared_ptr<http::WebSocketPeer> peer);
+  void Infer(http::HttpRequest request, const http::Responder& respond);
+  // The /v2 model routes' own check: the model and version asked for are the one served.
+  std::optional<http::HttpResponse> ScreenModel(const RouteParams& params) const;
   // The scheduler's client of a request (fairness, latest_only): its address, or one client for
   // all holders of the API key.
   std::string Client(const http::HttpRequest& request) const;
   // What /v2 calls the model: --model-name, else the engine's model name.
   std::string ModelName() const;
-  http::HttpResponse Ready() const;
-  http::HttpResponse Models() const;
-  nlohmann::json StatsJson();
-  http::HttpResponse Metrics();
-  bool Authorized(const http::HttpRequest& head) const;
+
+  // What the server tells about itself (http_info_routes.cpp).
+  http::HttpResponse Ready() const;     // /readyz
+  http::HttpResponse OipReady() const;  // /v2/health/ready, /v2/models/{m}/ready
+  http::HttpResponse Models() const;    // /v1/models
+  nlohmann::json StatsJson();           // /v1/stats, /v1/events
+  http::HttpResponse Metrics();         // /metrics
+  std::optional<http::HttpResponse> ScreenEvents(const http::HttpRequest& head) const;
+  void Events(const http::HttpRequest& request, const http::Responder& respond);
+  // The /v1/streams routes: 404 without video; the WebSocket also the watchers' cap.
+  std::optional<http::HttpResponse> ScreenStreams(const http::HttpRequest& head,
+                                                  bool websocket) const;
 
   class AdminHandler;  // the admin port's routes: forwards the probes and metrics, 404 the rest
 
   ServerOptions options_;
+  const RouteTable routes_;
   ServerMetrics metrics_;
   std::unique_ptr<http::Listener> listener_;
   std::unique_ptr<AdminHandler> admin_handler_;

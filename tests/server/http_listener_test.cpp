@@ -108,7 +108,7 @@ class EchoSocket : public WebSocketHandler {
 // its header; /ws is a WebSocket echo.
 class ScriptedHandler : public HttpHandler {
  public:
-  std::optional<HttpResponse> Screen(const HttpRequest& head) override {
+  std::optional<HttpResponse> Screen(HttpRequest& head) override {
     if (head.path == "/refuse") return JsonError(403, "refused", "screened");
     return std::nullopt;
   }

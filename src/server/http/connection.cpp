@@ -209,7 +209,9 @@ void Connection::OnHeader(error_code ec) {
   }
   keep_alive_ = WantsKeepAlive(head);
   request_version_ = head.version;
-  if (std::optional<HttpResponse> refusal = context_->handler->Screen(head)) {
+  std::optional<HttpResponse> refusal = context_->handler->Screen(head);
+  record_.route = head.route;
+  if (refusal) {
     if (parser_->has_body()) refusal->close = true;  // its body stays unread
     return Send(std::move(*refusal));
   }

@@ -62,6 +62,7 @@ struct ExchangeRecord {
   std::chrono::steady_clock::duration duration{};  // first request byte to response written
   bool written = true;                             // false: the client was gone first
   std::string request_id = {};  // the request's X-Request-Id (printable, <= 128 bytes), else ""
+  int route = -1;               // HttpRequest::route after Screen (-1: refused before it)
 };
 
 // The server side of one WebSocket, as the application sees it. Thread-safe; every call is
@@ -102,7 +103,8 @@ class HttpHandler {
   // Called when a request's header is complete, before its body is read (so a refusal costs
   // no upload). A response refuses the request now; when a body was announced the connection
   // closes after it. nullopt: read the body, then Handle. Runs on an I/O thread: must not block.
-  virtual std::optional<HttpResponse> Screen(const HttpRequest& head) = 0;
+  // May set head.route, so that Handle need not look the route up again.
+  virtual std::optional<HttpResponse> Screen(HttpRequest& head) = 0;
 
   // The complete request. Runs on an I/O thread: must not block; answer through `respond` (now
   // or later, from any thread).

@@ -49,6 +49,7 @@ struct HttpRequest {
   int version = 11;                               // 10 = HTTP/1.0, 11 = HTTP/1.1
   std::chrono::steady_clock::time_point started;  // first byte of the request
   BodyLease body_lease;  // the body's bytes in the in-flight budget; Release() once copied off
+  int route = -1;        // the application's route, as its Screen found it (-1: none)
 
   // The first header named `name` (case-insensitive), "" if none.
   std::string_view Header(std::string_view name) const;
