@@ -65,6 +65,9 @@ std::string ResolveModelDir(const std::string& flag);
 // table's ranges, help and defaults. The flags of one group stay one set of names everywhere.
 void AddOptionFlags(CLI::App& app, DetectorOptions& options,
                     std::initializer_list<opt::Group> groups);
+// The same for the server's groups (kServer, kStreams, kGrpc), bound to ServingOptions' fields.
+void AddServingFlags(CLI::App& app, ServingOptions& options,
+                     std::initializer_list<opt::Group> groups);
 // One flag of the table (a command that takes --max-pixels but not the whole pipeline group).
 CLI::Option* AddOptionFlag(CLI::App& app, DetectorOptions& options, std::string_view flag);
 

@@ -35,6 +35,18 @@ struct Element<std::vector<T>> {
   using type = T;
 };
 
+// The text choices of `o` ("a, b, c" → {"a", "b", "c"}).
+std::vector<std::string> Choices(const opt::Option& o) {
+  std::vector<std::string> out;
+  std::string_view rest = o.choices;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(", ");
+    out.emplace_back(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? "" : rest.substr(comma + 2);
+  }
+  return out;
+}
+
 std::string Help(const opt::Option& o) {
   std::string help(o.help);
   if (!o.default_text.empty() || o.type == opt::Type::kSwitch) {
@@ -43,7 +55,9 @@ std::string Help(const opt::Option& o) {
   return help;
 }
 
-CLI::Option* AddFlag(CLI::App& app, DetectorOptions& d, const opt::Option& o) {
+// The flag of `o` bound to its field in `d` (DetectorOptions or ServingOptions).
+template <typename Object, typename Field>
+CLI::Option* AddFlag(CLI::App& app, Object& d, const opt::Option& o, const Field& field_variant) {
   const std::string flag(o.flag);
   return std::visit(
       [&](auto field) -> CLI::Option* {
@@ -55,7 +69,13 @@ CLI::Option* AddFlag(CLI::App& app, DetectorOptions& d, const opt::Option& o) {
           if constexpr (std::is_same_v<V, bool>) {
             return app.add_flag(flag, d.*field, Help(o));
           } else if constexpr (std::is_same_v<V, std::string>) {
-            return app.add_option(flag, d.*field, Help(o))->default_str(d.*field);
+            CLI::Option* added = app.add_option(flag, d.*field, Help(o))->default_str(d.*field);
+            if (!o.choices.empty() && std::is_same_v<Object, ServingOptions>) {
+              added->check(CLI::IsMember(Choices(o)));
+            }
+            return added;
+          } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
+            return app.add_option(flag, d.*field, Help(o));
           } else if (o.flag_scale != 1) {
             // In the flag's unit (seconds for a field in milliseconds).
             if constexpr (std::is_arithmetic_v<V>) {
@@ -78,7 +98,12 @@ CLI::Option* AddFlag(CLI::App& app, DetectorOptions& d, const opt::Option& o) {
           }
         }
       },
-      o.library);
+      field_variant);
+}
+
+bool InGroups(const opt::Option& o, std::initializer_list<opt::Group> groups) {
+  return (o.surfaces & opt::kCli) && !o.flag.empty() &&
+         std::find(groups.begin(), groups.end(), o.group) != groups.end();
 }
 
 }  // namespace
@@ -86,15 +111,20 @@ CLI::Option* AddFlag(CLI::App& app, DetectorOptions& d, const opt::Option& o) {
 void AddOptionFlags(CLI::App& app, DetectorOptions& options,
                     std::initializer_list<opt::Group> groups) {
   for (const opt::Option& o : opt::Table()) {
-    if (!(o.surfaces & opt::kCli) || o.flag.empty()) continue;
-    if (std::find(groups.begin(), groups.end(), o.group) == groups.end()) continue;
-    AddFlag(app, options, o);
+    if (InGroups(o, groups)) AddFlag(app, options, o, o.library);
+  }
+}
+
+void AddServingFlags(CLI::App& app, ServingOptions& options,
+                     std::initializer_list<opt::Group> groups) {
+  for (const opt::Option& o : opt::Table()) {
+    if (InGroups(o, groups)) AddFlag(app, options, o, o.serving);
   }
 }
 
 CLI::Option* AddOptionFlag(CLI::App& app, DetectorOptions& options, std::string_view flag) {
   for (const opt::Option& o : opt::Table()) {
-    if (o.flag == flag) return AddFlag(app, options, o);
+    if (o.flag == flag) return AddFlag(app, options, o, o.library);
   }
   return nullptr;
 }

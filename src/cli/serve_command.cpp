@@ -230,12 +230,7 @@ int RunServe(const ServeFlags& flags) {
 
 CommandRunner RegisterServeCommand(CLI::App& app) {
   auto flags = std::make_shared<ServeFlags>();
-  AddServeFlags(app, *flags);
-  app.add_option("--grpc-port", flags->grpc_port,
-                 "Serve the Open Inference Protocol over gRPC on this port too (0: off)")
-      ->envname("MOGSERVE_GRPC_PORT")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 65535));
+  AddServeFlags(app, *flags, {opt::Group::kServer, opt::Group::kStreams, opt::Group::kGrpc});
   return [flags] { return RunServe(*flags); };
 }
 

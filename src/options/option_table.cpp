@@ -22,6 +22,7 @@ constexpr double kInt64Max = static_cast<double>(std::numeric_limits<int64_t>::m
 using D = DetectorOptions;
 using R = RequestOptions;
 using P = DetectOptions;
+using S = ServingOptions;
 
 // clang-format off
 const std::vector<Option>& Options() {
@@ -207,6 +208,119 @@ const std::vector<Option>& Options() {
    .choices = "json, modelscope", .allowed = "json (default) or modelscope", .default_text = "json",
    .help = "modelscope: ModelScope's {\"scores\":[],\"boxes\":[]} (HTTP /v1/detect only)",
    .request = &R::format},
+  // The server (serve, bench serve, bench video): its address, key, limits and shutdown.
+  {.name = "host", .flag = "--host", .group = Group::kServer, .surfaces = kCli,
+   .type = Type::kText, .help = "Address to listen on (0.0.0.0: every interface)",
+   .serving = &S::host},
+  {.name = "port", .flag = "--port", .group = Group::kServer, .surfaces = kCli, .type = Type::kInt,
+   .min = 0, .max = 65535, .help = "Port (0: any free port)", .serving = &S::port},
+  {.name = "admin_port", .flag = "--admin-port", .group = Group::kServer, .surfaces = kCli,
+   .type = Type::kInt, .min = 0, .max = 65535,
+   .help = "Also serve /healthz, /readyz, /metrics and /v2/health/* on this port, on their own "
+           "event loop, so probes never wait behind detection (0: off)",
+   .serving = &S::admin_port},
+  {.name = "api_key", .flag = "--api-key", .group = Group::kServer, .surfaces = kCli,
+   .type = Type::kText,
+   .help = "Require 'Authorization: Bearer <key>' on /v1/* (default: none, no key needed)",
+   .serving = &S::api_key},
+  {.name = "api_key_file", .flag = "--api-key-file", .group = Group::kServer, .surfaces = kCli,
+   .type = Type::kText,
+   .help = "Read the API key from this file (first line), so it is not visible in the process "
+           "list (default: none)",
+   .serving = &S::api_key_file},
+  {.name = "cors_origin", .flag = "--cors-origin", .group = Group::kServer, .surfaces = kCli,
+   .type = Type::kText, .help = "Allow this browser origin (CORS); off by default",
+   .serving = &S::cors_origin},
+  {.name = "model_name", .flag = "--model-name", .group = Group::kServer, .surfaces = kCli,
+   .type = Type::kText,
+   .help = "The model's name in the Open Inference Protocol's /v2/models/{name}: 1 to 128 "
+           "letters, digits, '.', '_' or '-' (default: ssd-mobilenetv1 or mogface)",
+   .serving = &S::model_name},
+  {.name = "max_body_bytes", .flag = "--max-body-bytes", .group = Group::kServer,
+   .surfaces = kCli, .type = Type::kInt, .min = 1024, .max = 17179869184.0,
+   .help = "Largest request body (413 beyond)", .serving = &S::max_body_bytes},
+  {.name = "max_body_bytes_in_flight", .flag = "--max-body-bytes-in-flight",
+   .group = Group::kServer, .surfaces = kCli, .type = Type::kInt, .min = 1024,
+   .max = 1099511627776.0,
+   .help = "Request bodies held at once over all connections, until answered (503 beyond)",
+   .serving = &S::max_body_bytes_in_flight},
+  {.name = "max_images", .flag = "--max-images", .group = Group::kServer, .surfaces = kCli,
+   .type = Type::kInt, .min = 1, .max = 10000, .help = "Most images in one request",
+   .serving = &S::max_images},
+  {.name = "max_header_bytes", .flag = "--max-header-bytes", .group = Group::kServer,
+   .surfaces = kCli, .type = Type::kInt, .min = 1024, .max = 1048576,
+   .help = "Largest request line + header fields (431; 414 for a long request line)",
+   .serving = &S::max_header_bytes},
+  {.name = "max_connections", .flag = "--max-connections", .group = Group::kServer,
+   .surfaces = kCli, .type = Type::kInt, .min = 1, .max = 1'000'000,
+   .help = "Open connections; at the cap a new one displaces the longest idle or slowest-header "
+           "one",
+   .serving = &S::max_connections},
+  {.name = "io_threads", .flag = "--io-threads", .group = Group::kServer, .surfaces = kCli,
+   .type = Type::kInt, .min = 1, .max = 64, .help = "HTTP event-loop threads",
+   .serving = &S::io_threads},
+  {.name = "header_timeout", .flag = "--header-timeout", .group = Group::kServer,
+   .surfaces = kCli, .type = Type::kReal, .min = 0.1, .max = 3600,
+   .help = "Seconds a client has to send a request's header (408 after)",
+   .serving = &S::header_timeout_s},
+  {.name = "body_timeout", .flag = "--body-timeout", .group = Group::kServer, .surfaces = kCli,
+   .type = Type::kReal, .min = 0.1, .max = 3600,
+   .help = "Seconds a client has to send a request's body once its header is in (408 after)",
+   .serving = &S::body_timeout_s},
+  {.name = "idle_timeout", .flag = "--idle-timeout", .group = Group::kServer, .surfaces = kCli,
+   .type = Type::kReal, .min = 0.1, .max = 3600,
+   .help = "Seconds a keep-alive connection may wait for its next request",
+   .serving = &S::idle_timeout_s},
+  {.name = "access_log", .flag = "--access-log", .group = Group::kServer, .surfaces = kCli,
+   .type = Type::kText, .choices = "text, json, off", .help = "text, json or off",
+   .serving = &S::access_log},
+  {.name = "shutdown_delay", .flag = "--shutdown-delay", .group = Group::kServer,
+   .surfaces = kCli, .type = Type::kReal, .min = 0, .max = 3600,
+   .help = "Seconds between SIGTERM and closing the listener: readiness turns false at once, "
+           "requests are still served (for a balancer or Kubernetes to stop sending)",
+   .serving = &S::shutdown_delay_s},
+  {.name = "drain_timeout", .flag = "--drain-timeout", .group = Group::kServer, .surfaces = kCli,
+   .type = Type::kReal, .min = 0, .max = 3600,
+   .help = "Seconds to finish accepted requests after SIGINT/SIGTERM before cancelling the rest",
+   .serving = &S::drain_timeout_s},
+  {.name = "grpc_port", .flag = "--grpc-port", .group = Group::kGrpc, .surfaces = kCli,
+   .type = Type::kInt, .min = 0, .max = 65535,
+   .help = "Serve the Open Inference Protocol over gRPC on this port too (0: off)",
+   .serving = &S::grpc_port},
+  // Video streams (/v1/streams).
+  {.name = "stream", .flag = "--stream", .group = Group::kStreams, .surfaces = kCli,
+   .type = Type::kTextList,
+   .help = "A video stream ID=URL to detect in (repeatable; more at run time: POST /v1/streams)",
+   .serving = &S::streams},
+  {.name = "streams_file", .flag = "--streams-file", .group = Group::kStreams, .surfaces = kCli,
+   .type = Type::kText,
+   .help = "A JSON file of video streams to start with: an array of objects as POST /v1/streams "
+           "takes them ({\"id\", \"url\", \"detect_fps\"?})",
+   .serving = &S::streams_file},
+  {.name = "max_streams", .flag = "--max-streams", .group = Group::kStreams, .surfaces = kCli,
+   .type = Type::kInt, .min = 1, .max = 1024, .help = "Most video streams at once",
+   .serving = &S::max_streams},
+  {.name = "stream_open_timeout", .flag = "--stream-open-timeout", .group = Group::kStreams,
+   .surfaces = kCli, .type = Type::kReal, .min = 0.1, .max = 3600,
+   .help = "Seconds a stream has to connect and find its first frame",
+   .serving = &S::stream_open_timeout_s},
+  {.name = "stream_io_timeout", .flag = "--stream-io-timeout", .group = Group::kStreams,
+   .surfaces = kCli, .type = Type::kReal, .min = 0.1, .max = 3600,
+   .help = "Seconds a stream's read may wait for data", .serving = &S::stream_io_timeout_s},
+  {.name = "stream_no_frame_timeout", .flag = "--stream-no-frame-timeout",
+   .group = Group::kStreams, .surfaces = kCli, .type = Type::kReal, .min = 0.1, .max = 3600,
+   .help = "Seconds a live stream may go without a frame before it reconnects",
+   .serving = &S::stream_no_frame_timeout_s},
+  {.name = "hwaccel", .flag = "--hwaccel", .group = Group::kStreams, .surfaces = kCli,
+   .type = Type::kText, .choices = "auto, cuda, none",
+   .help = "Where the streams' video is decoded: auto (NVDEC when FFmpeg finds a GPU and its "
+           "driver, else software), cuda (the same, with a warning when it falls back), none "
+           "(software)",
+   .serving = &S::hwaccel},
+  {.name = "max_stream_subscribers", .flag = "--max-stream-subscribers", .group = Group::kStreams,
+   .surfaces = kCli, .type = Type::kInt, .min = 1, .max = 1024,
+   .help = "Most watchers of the streams' events, results and MJPEG at once (beyond: 503)",
+   .serving = &S::max_stream_subscribers},
   };
   return table;
 }
@@ -330,6 +444,8 @@ std::string TypeText(const Option& o, double scale) {
       return "integers, " + RangeText(o, scale);
     case Type::kText:
       return o.choices.empty() ? "text" : std::string(o.choices);
+    case Type::kTextList:
+      return "text, repeatable";
   }
   return "";
 }
@@ -359,10 +475,11 @@ const Option* Find(std::string_view name) {
   return alias;
 }
 
-std::string DefaultText(const Option& o, bool for_flag) {
-  if (!o.default_text.empty()) return std::string(o.default_text);
-  const DetectorOptions defaults;
-  const double scale = for_flag ? o.flag_scale : 1;
+namespace {
+
+// The value of `field` in `defaults` as the docs and --help write it.
+template <typename Object, typename Field>
+std::string DefaultOf(const Object& defaults, const Field& field_variant, double scale) {
   return std::visit(
       [&](auto field) -> std::string {
         using F = decltype(field);
@@ -375,6 +492,8 @@ std::string DefaultText(const Option& o, bool for_flag) {
             return value.empty() ? "none" : value;
           } else if constexpr (std::is_same_v<V, bool>) {
             return value ? "on" : "off";
+          } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
+            return value.empty() ? "none" : std::to_string(value.size()) + " given";
           } else if constexpr (std::is_same_v<V, std::vector<int>>) {
             std::string out;
             for (int v : value) out += (out.empty() ? "" : ",") + std::to_string(v);
@@ -386,7 +505,18 @@ std::string DefaultText(const Option& o, bool for_flag) {
           }
         }
       },
-      o.library);
+      field_variant);
+}
+
+}  // namespace
+
+std::string DefaultText(const Option& o, bool for_flag) {
+  if (!o.default_text.empty()) return std::string(o.default_text);
+  const double scale = for_flag ? o.flag_scale : 1;
+  if (!std::holds_alternative<std::monostate>(o.serving)) {
+    return DefaultOf(ServingOptions{}, o.serving, scale);
+  }
+  return DefaultOf(DetectorOptions{}, o.library, scale);
 }
 
 OptionNames& OptionNames::Rename(std::string_view option, std::string name) {

@@ -26,6 +26,7 @@
 #include "mogserve/options.h"
 #include "mogserve/result.h"
 #include "mogserve/status.h"
+#include "options/serving_options.h"
 
 namespace mogserve::opt {
 
@@ -40,10 +41,10 @@ enum Surface : unsigned {
 };
 
 // Which commands register an option's flag: serve all groups; detect, eval and the benchmarks
-// the model (and input) groups.
-enum class Group { kModel, kInput, kScheduler, kPipeline, kRequest };
+// the model (and input) groups; bench serve and bench video the server's and streams' too.
+enum class Group { kModel, kInput, kScheduler, kPipeline, kRequest, kServer, kStreams, kGrpc };
 
-enum class Type { kInt, kReal, kText, kSwitch, kIntList };
+enum class Type { kInt, kReal, kText, kSwitch, kIntList, kTextList };
 
 // Where an option's value lives in each struct (std::monostate: not there).
 using LibraryField =
@@ -57,6 +58,11 @@ using RequestField =
                  std::optional<std::string> RequestOptions::*>;
 // The per-image setting it overrides (DetectOptions: what post-processing reads).
 using DetectField = std::variant<std::monostate, float DetectOptions::*, int DetectOptions::*>;
+// The server's own settings (serve's flags beyond the detector's).
+using ServingField =
+    std::variant<std::monostate, int ServingOptions::*, int64_t ServingOptions::*,
+                 double ServingOptions::*, std::string ServingOptions::*,
+                 std::vector<std::string> ServingOptions::*>;
 
 struct Option {
   std::string_view name;  // snake_case: the library field, the HTTP and OIP parameter
@@ -77,6 +83,7 @@ struct Option {
   LibraryField library;
   RequestField request;
   DetectField detect;
+  ServingField serving;
 };
 
 // Numbers without a range (min = max = 0) take any value of their type.
@@ -91,7 +98,8 @@ std::span<const Option> Table();
 const Option* Find(std::string_view name);
 
 // The default of `option` as the docs and --help write it: default_text, else the value in a
-// default-constructed DetectorOptions (in the flag's unit when `for_flag`), else "unset".
+// default-constructed DetectorOptions or ServingOptions (in the flag's unit when `for_flag`),
+// else "unset".
 std::string DefaultText(const Option& option, bool for_flag = false);
 
 // The name each option has in error messages: the field's ("max_faces") or the flag's

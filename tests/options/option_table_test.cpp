@@ -31,8 +31,9 @@ double InRange(const Option& o) {
   return o.type == Type::kReal ? mid : std::floor(mid);
 }
 
-// The library field as a double (optional: NaN when unset; lists: the first element).
-double Read(const Option& o, const DetectorOptions& d) {
+// A field as a double (optional: NaN when unset; lists: the first element; text: NaN).
+template <typename Object, typename Field>
+double ReadField(const Object& d, const Field& field_variant) {
   return std::visit(
       [&](auto field) -> double {
         if constexpr (std::is_same_v<decltype(field), std::monostate>) {
@@ -40,7 +41,8 @@ double Read(const Option& o, const DetectorOptions& d) {
         } else {
           const auto& v = d.*field;
           using V = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<V, std::string>) {
+          if constexpr (std::is_same_v<V, std::string> ||
+                        std::is_same_v<V, std::vector<std::string>>) {
             return NAN;
           } else if constexpr (std::is_same_v<V, std::vector<int>>) {
             return v.empty() ? NAN : v.front();
@@ -51,8 +53,29 @@ double Read(const Option& o, const DetectorOptions& d) {
           }
         }
       },
-      o.library);
+      field_variant);
 }
+
+double Read(const Option& o, const DetectorOptions& d) {
+  return ReadField(d, o.library);
+}
+
+// What a command's flags set: the detector's options and the server's.
+struct Flags {
+  DetectorOptions detector;
+  ServingOptions serving;
+  double Read(const Option& o) const {
+    return std::holds_alternative<std::monostate>(o.serving) ? ReadField(detector, o.library)
+                                                             : ReadField(serving, o.serving);
+  }
+  std::string Text(const Option& o) const {
+    if (auto f = std::get_if<std::string ServingOptions::*>(&o.serving)) return serving.**f;
+    if (auto f = std::get_if<std::vector<std::string> ServingOptions::*>(&o.serving)) {
+      return (serving.**f).empty() ? "" : (serving.**f).back();
+    }
+    return detector.*std::get<std::string DetectorOptions::*>(o.library);
+  }
+};
 
 void Write(const Option& o, DetectorOptions& d, double value) {
   std::visit(
@@ -100,8 +123,11 @@ TEST(OptionTable, NamesAreSnakeCaseFlagsKebabCaseAndEveryOptionHasHelpAndASurfac
     EXPECT_FALSE(o.help.empty());
     EXPECT_NE(o.surfaces, 0u);
     EXPECT_EQ((o.surfaces & kCli) != 0, !o.flag.empty()) << "a flag exactly when on the CLI";
-    EXPECT_EQ((o.surfaces & kLibrary) != 0 || (o.surfaces & kCli) != 0,
-              !std::holds_alternative<std::monostate>(o.library));
+    const bool library = !std::holds_alternative<std::monostate>(o.library);
+    const bool serving = !std::holds_alternative<std::monostate>(o.serving);
+    EXPECT_EQ((o.surfaces & kLibrary) != 0 || (o.surfaces & kCli) != 0, library || serving);
+    EXPECT_FALSE(library && serving) << "one field";
+    EXPECT_TRUE(!serving || o.surfaces == kCli) << "the server's settings are flags only";
     EXPECT_EQ((o.surfaces & kRequest) != 0, !std::holds_alternative<std::monostate>(o.request));
     if (IsNumber(o) && HasRange(o)) {
       EXPECT_LE(o.min, o.max);
@@ -136,32 +162,38 @@ TEST(OptionTable, EveryFlagIsAcceptedInRangeRefusedOutsideAndSetsItsField) {
   for (const Option& o : Table()) {
     if (!(o.surfaces & kCli)) continue;
     SCOPED_TRACE(std::string(o.flag));
-    const auto parse = [&](const std::vector<std::string>& args, DetectorOptions* d) {
+    const auto parse = [&](const std::vector<std::string>& args, Flags* d) {
       CLI::App app;
-      cli::AddOptionFlags(app, *d,
+      cli::AddOptionFlags(app, d->detector,
                           {Group::kModel, Group::kInput, Group::kScheduler, Group::kPipeline});
+      cli::AddServingFlags(app, d->serving, {Group::kServer, Group::kStreams, Group::kGrpc});
       std::vector<std::string> reversed(args.rbegin(), args.rend());
       app.parse(reversed);
     };
-    DetectorOptions d;
+    Flags d;
     if (o.type == Type::kSwitch) {
       parse({std::string(o.flag)}, &d);
-      EXPECT_NE(Read(o, d), Read(o, DetectorOptions{})) << "the switch changes its field";
+      EXPECT_NE(d.Read(o), Flags{}.Read(o)) << "the switch changes its field";
       continue;
     }
-    if (o.type == Type::kText) {
+    if (o.type == Type::kText || o.type == Type::kTextList) {
       const std::string value = o.choices.empty() ? "some/path" : FirstChoice(o);
       ASSERT_NO_THROW(parse({std::string(o.flag), value}, &d));
-      EXPECT_EQ(d.*std::get<std::string DetectorOptions::*>(o.library), value);
+      EXPECT_EQ(d.Text(o), value);
+      if (!o.choices.empty() && !std::holds_alternative<std::monostate>(o.serving)) {
+        Flags refused;  // the server's choices are checked by the flag (the library's by Open)
+        EXPECT_THROW(parse({std::string(o.flag), "no-such-value"}, &refused),
+                     CLI::ValidationError);
+      }
       continue;
     }
     const double value = InRange(o);
     ASSERT_NO_THROW(parse({std::string(o.flag), Text(o, value / o.flag_scale)}, &d));
-    EXPECT_NEAR(Read(o, d), value, std::abs(value) * 1e-9) << "the flag sets its field";
+    EXPECT_NEAR(d.Read(o), value, std::abs(value) * 1e-9) << "the flag sets its field";
     if (!HasRange(o)) {
       continue;
     }
-    DetectorOptions refused;
+    Flags refused;
     EXPECT_THROW(parse({std::string(o.flag), Text(o, (o.min - 1) / o.flag_scale)}, &refused),
                  CLI::ValidationError);
   }
