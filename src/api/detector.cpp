@@ -157,6 +157,35 @@ class Detector::Impl {
 };
 
 namespace api {
+namespace {
+
+// What Detector::info() tells: the serving stack's description, and the largest canvas.
+DetectorInfo Describe(const StackDescription& d, const pipeline::ShapeBuckets& buckets) {
+  DetectorInfo info{.model = d.info.model,
+                    .variant = d.info.variant,
+                    .weights = d.info.weights,
+                    .device = d.info.device,
+                    .precision = d.info.precision,
+                    .precision_choice = d.info.precision_choice,
+                    .cpu = d.info.DescribeCpu(),
+                    .cpu_isa = d.info.cpu_isa,
+                    .description = d.info.Describe(),
+                    .instances = d.instances,
+                    .input_policy = d.input_policy,
+                    .scheduler = d.scheduler,
+                    .buffer_plan = d.buffer_plan,
+                    .defaults = d.defaults};
+  for (int b = 0; b < buckets.size(); ++b) {
+    const pipeline::CanvasShape shape = buckets.shape(b);
+    if (int64_t{shape.width} * shape.height > int64_t{info.input_width} * info.input_height) {
+      info.input_width = shape.width;
+      info.input_height = shape.height;
+    }
+  }
+  return info;
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<Detector>> DetectorBuilder::Open(const DetectorOptions& options,
                                                           const OptionNames& names) {
@@ -167,29 +196,7 @@ StatusOr<std::unique_ptr<Detector>> DetectorBuilder::Open(const DetectorOptions&
   MOGSERVE_ASSIGN_OR_RETURN(impl->loaded, LoadEngines(engine_options, options, names));
   MOGSERVE_ASSIGN_OR_RETURN(impl->serving,
                             StartPipeline(options, impl->loaded, /*observer=*/nullptr, names));
-  const api::StackDescription& d = impl->serving.description;
-  DetectorInfo& info = impl->info;
-  info.model = d.info.model;
-  info.variant = d.info.variant;
-  info.weights = d.info.weights;
-  info.device = d.info.device;
-  info.precision = d.info.precision;
-  info.precision_choice = d.info.precision_choice;
-  info.cpu = d.info.DescribeCpu();
-  info.cpu_isa = d.info.cpu_isa;
-  info.description = d.info.Describe();
-  info.instances = d.instances;
-  for (int b = 0; b < impl->loaded.buckets.size(); ++b) {
-    const pipeline::CanvasShape shape = impl->loaded.buckets.shape(b);
-    if (int64_t{shape.width} * shape.height > int64_t{info.input_width} * info.input_height) {
-      info.input_width = shape.width;
-      info.input_height = shape.height;
-    }
-  }
-  info.input_policy = d.input_policy;
-  info.scheduler = d.scheduler;
-  info.buffer_plan = d.buffer_plan;
-  info.defaults = d.defaults;
+  impl->info = Describe(impl->serving.description, impl->loaded.buckets);
   impl->max_pixels = options.max_pixels;
   return std::unique_ptr<Detector>(new Detector(std::move(impl)));
 }

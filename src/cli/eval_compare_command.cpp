@@ -141,6 +141,52 @@ StatusOr<std::vector<std::string>> ParsePrecisionList(const CompareFlags& flags)
   return list;
 }
 
+// The images every run detected in: one that failed in any run leaves the comparison (it failed
+// for a reason that is not the precision: unreadable, too large).
+std::vector<size_t> KeptImages(const std::vector<PrecisionRun>& runs, size_t sources) {
+  std::vector<size_t> kept;
+  for (size_t s = 0; s < sources; ++s) {
+    bool all_ok = true;
+    for (const PrecisionRun& r : runs) all_ok = all_ok && r.ok[s];
+    if (all_ok) kept.push_back(s);
+  }
+  return kept;
+}
+
+// The kept images the ground-truth file names (by file name), and their faces.
+struct GroundTruthSubset {
+  std::vector<size_t> kept;  // indices into the kept images
+  eval::DetectionsPerImage faces;
+};
+GroundTruthSubset MatchGroundTruth(const std::map<std::string, std::vector<Detection>>& gt,
+                                   const std::vector<pipeline::ImageSource>& sources,
+                                   const std::vector<size_t>& kept, const std::string& gt_path) {
+  GroundTruthSubset out;
+  for (size_t k = 0; k < kept.size(); ++k) {
+    auto it = gt.find(fs::path(sources[kept[k]].path).filename().string());
+    if (it == gt.end()) continue;
+    out.kept.push_back(k);
+    out.faces.push_back(it->second);
+  }
+  if (out.kept.size() < kept.size()) {
+    std::cerr << "note: " << kept.size() - out.kept.size() << " of " << kept.size()
+              << " images are not in " << gt_path << " and are left out of AP/recall\n";
+  }
+  return out;
+}
+
+json DiffJson(const eval::DetectionDiff& d) {
+  return {{"reference_faces", d.reference_faces},
+          {"faces", d.candidate_faces},
+          {"matched", d.matched},
+          {"lost", d.lost},
+          {"gained", d.gained},
+          {"mean_iou", d.mean_iou},
+          {"min_iou", d.min_iou},
+          {"mean_abs_score_diff", d.mean_abs_score_diff},
+          {"max_abs_score_diff", d.max_abs_score_diff}};
+}
+
 int RunCompare(const CompareFlags& flags) {
   auto precisions = ParsePrecisionList(flags);
   if (!precisions.ok()) {
@@ -164,40 +210,20 @@ int RunCompare(const CompareFlags& flags) {
     int exit_code = kExitOk;
     if (!RunPrecision(flags, (*precisions)[i], sources, runs[i], exit_code)) return exit_code;
   }
-  // Images that failed in any run leave the comparison (they failed for a reason that is not
-  // the precision: unreadable, too large).
-  std::vector<size_t> kept;
-  for (size_t s = 0; s < sources.size(); ++s) {
-    bool all_ok = true;
-    for (const PrecisionRun& r : runs) all_ok = all_ok && r.ok[s];
-    if (all_ok) kept.push_back(s);
-  }
+  const std::vector<size_t> kept = KeptImages(runs, sources.size());
   const size_t failed = sources.size() - kept.size();
   auto select = [&](const PrecisionRun& r) {
     eval::DetectionsPerImage out;
     for (size_t s : kept) out.push_back(r.faces[s]);
     return out;
   };
-  // Ground truth: the images named in the file, by file name.
-  std::vector<size_t> with_gt;  // indices into `kept`
-  eval::DetectionsPerImage gt_faces;
-  if (gt) {
-    for (size_t k = 0; k < kept.size(); ++k) {
-      auto it = gt->find(fs::path(sources[kept[k]].path).filename().string());
-      if (it == gt->end()) continue;
-      with_gt.push_back(k);
-      gt_faces.push_back(it->second);
-    }
-    if (with_gt.size() < kept.size()) {
-      std::cerr << "note: " << kept.size() - with_gt.size() << " of " << kept.size()
-                << " images are not in " << flags.gt_path << " and are left out of AP/recall\n";
-    }
-  }
+  const GroundTruthSubset truth =
+      gt ? MatchGroundTruth(*gt, sources, kept, flags.gt_path) : GroundTruthSubset{};
   auto score = [&](const PrecisionRun& r) -> StatusOr<eval::GroundTruthScore> {
     eval::DetectionsPerImage dets;
     const eval::DetectionsPerImage all = select(r);
-    for (size_t k : with_gt) dets.push_back(all[k]);
-    return eval::ScoreAgainstGroundTruth(gt_faces, dets, r.corners);
+    for (size_t k : truth.kept) dets.push_back(all[k]);
+    return eval::ScoreAgainstGroundTruth(truth.faces, dets, r.corners);
   };
 
   json report;
@@ -230,16 +256,7 @@ int RunCompare(const CompareFlags& flags) {
     }
     PrintComparison(runs[0], runs[i], *diff, scores[0] ? &*scores[0] : nullptr,
                     scores[i] ? &*scores[i] : nullptr);
-    json& j = report["diff"][runs[i].precision];
-    j["reference_faces"] = diff->reference_faces;
-    j["faces"] = diff->candidate_faces;
-    j["matched"] = diff->matched;
-    j["lost"] = diff->lost;
-    j["gained"] = diff->gained;
-    j["mean_iou"] = diff->mean_iou;
-    j["min_iou"] = diff->min_iou;
-    j["mean_abs_score_diff"] = diff->mean_abs_score_diff;
-    j["max_abs_score_diff"] = diff->max_abs_score_diff;
+    report["diff"][runs[i].precision] = DiffJson(*diff);
     if (i + 1 < runs.size()) std::cout << "\n";
   }
   std::cout << std::flush;

@@ -83,15 +83,15 @@ int Fail(const Status& status) {
 StatusOr<std::unique_ptr<server::grpc_api::GrpcServer>> StartGrpc(
     const ServeFlags& flags, const server::ServerOptions& options, server::ServerMetrics* metrics) {
   if (flags.grpc_port == 0) return std::unique_ptr<server::grpc_api::GrpcServer>();
-  server::grpc_api::GrpcOptions o;
-  o.host = flags.host;
-  o.port = flags.grpc_port;
-  o.api_key = options.api_key;
-  o.model_name = options.model_name;
-  o.max_message_bytes = flags.max_body_bytes;
-  o.max_bytes_in_flight = flags.max_body_bytes_in_flight;
-  o.limits = options.limits;
-  auto grpc = std::make_unique<server::grpc_api::GrpcServer>(o, metrics);
+  auto grpc = std::make_unique<server::grpc_api::GrpcServer>(
+      server::grpc_api::GrpcOptions{.host = flags.host,
+                                    .port = flags.grpc_port,
+                                    .api_key = options.api_key,
+                                    .model_name = options.model_name,
+                                    .max_message_bytes = flags.max_body_bytes,
+                                    .max_bytes_in_flight = flags.max_body_bytes_in_flight,
+                                    .limits = options.limits},
+      metrics);
   MOGSERVE_ASSIGN_OR_RETURN(const int port, grpc->Start());
   spdlog::info("gRPC (Open Inference Protocol) on {}:{}", flags.host, port);
   return grpc;
@@ -106,6 +106,72 @@ struct NoGrpc {
 };
 using GrpcServerPtr = std::unique_ptr<NoGrpc>;
 #endif
+
+// The start-up banner once the model is warm: what runs, where, and the memory it took.
+void LogReady(const std::string& url, const ServingPipeline& started,
+              const LoadedEngines& loaded) {
+  const server::ModelDescription& model = started.description;
+  spdlog::info("model: {} ({})", model.info.Describe(), model.info.weights);
+  spdlog::info("cpu: {}", model.info.DescribeCpu());
+  if (!model.info.precision_choice.empty()) {
+    spdlog::info("precision auto: {}", model.info.precision_choice);
+  }
+  spdlog::info("instances: {}, decode threads: {}, scheduler: {}", model.instances,
+               started.preprocess_threads, model.scheduler);
+  spdlog::info("input: {}", model.input_policy);
+  spdlog::info("buffer plan:\n{}", model.buffer_plan);
+  const ProcessMemory memory = ReadProcessMemory();
+  const engine::MemoryStats engine_memory = loaded.engines.front()->Memory();
+  spdlog::info("memory: {} MiB resident (peak {} MiB during the warm-up); engine cache {} MiB",
+               memory.rss_bytes >> 20, memory.peak_rss_bytes >> 20,
+               (engine_memory.reserved_bytes - engine_memory.in_use_bytes) >> 20);
+  spdlog::info("ready: open {} in a browser, or POST images to {}v1/detect", url, url);
+
+}
+
+// After the shutdown signal: readiness false for --shutdown-delay (requests still served), then
+// no new requests; every accepted one (gRPC's alongside) is answered within --drain-timeout, and
+// what is still queued then ends as cancelled.
+template <typename Grpc>
+void Drain(const ServeFlags& flags, const sigset_t& signals, int signal_number,
+           server::HttpServer& http, Grpc* grpc, std::thread& serving,
+           pipeline::Pipeline& pipeline) {
+  const char* signal_name = signal_number == SIGINT ? "SIGINT" : "SIGTERM";
+  if (flags.shutdown_delay_s > 0) {
+    // Readiness goes false first; balancers and Kubernetes take a while to stop sending, and
+    // until then requests are served as usual. A second signal ends the wait.
+    http.BeginDrain();
+    if (grpc) grpc->BeginDrain();
+    spdlog::info("{}: not ready; serving {} s more before closing the listener", signal_name,
+                 flags.shutdown_delay_s);
+    const double whole = std::floor(flags.shutdown_delay_s);
+    const timespec delay{static_cast<time_t>(whole),
+                         static_cast<long>((flags.shutdown_delay_s - whole) * 1e9)};
+    sigtimedwait(&signals, nullptr, &delay);
+  }
+  spdlog::info("{}: stopping; answering the requests already accepted (up to {} s)", signal_name,
+               flags.drain_timeout_s);
+  http.Stop();
+  // gRPC drains alongside: no new calls, every accepted one answered (the pipeline runs on),
+  // the ones still open at the drain deadline cancelled.
+  const auto drain_for = std::chrono::duration_cast<std::chrono::system_clock::duration>(
+      std::chrono::duration<double>(flags.drain_timeout_s));
+  const auto drain_deadline = std::chrono::system_clock::now() + drain_for;
+  if (grpc) grpc->BeginDrain();
+  auto grpc_drained = std::async(std::launch::async, [grpc, drain_deadline] {
+    if (grpc) grpc->Shutdown(drain_deadline);
+  });
+  // If draining takes too long, the queued requests end as cancelled (503) so every accepted
+  // request still gets an answer.
+  auto drained = std::async(std::launch::async, [&serving] { serving.join(); });
+  if (drained.wait_until(drain_deadline) != std::future_status::ready ||
+      grpc_drained.wait_until(drain_deadline) != std::future_status::ready) {
+    spdlog::warn("drain timeout: cancelling the requests still queued");
+    pipeline.Shutdown(pipeline::ShutdownMode::kCancel);
+  }
+  drained.wait();
+  grpc_drained.wait();
+}
 
 int RunServe(const ServeFlags& flags) {
   const sigset_t signals = BlockShutdownSignals();
@@ -165,58 +231,10 @@ int RunServe(const ServeFlags& flags) {
     if (grpc) grpc->Shutdown(std::chrono::system_clock::now());
     return Fail(streams.status());
   }
-  spdlog::info("model: {} ({})", model.info.Describe(), model.info.weights);
-  spdlog::info("cpu: {}", model.info.DescribeCpu());
-  if (!model.info.precision_choice.empty()) {
-    spdlog::info("precision auto: {}", model.info.precision_choice);
-  }
-  spdlog::info("instances: {}, decode threads: {}, scheduler: {}", model.instances,
-               started->preprocess_threads, model.scheduler);
-  spdlog::info("input: {}", model.input_policy);
-  spdlog::info("buffer plan:\n{}", model.buffer_plan);
-  const ProcessMemory memory = ReadProcessMemory();
-  const engine::MemoryStats engine_memory = loaded->engines.front()->Memory();
-  spdlog::info("memory: {} MiB resident (peak {} MiB during the warm-up); engine cache {} MiB",
-               memory.rss_bytes >> 20, memory.peak_rss_bytes >> 20,
-               (engine_memory.reserved_bytes - engine_memory.in_use_bytes) >> 20);
-  spdlog::info("ready: open {} in a browser, or POST images to {}v1/detect", url, url);
+  LogReady(url, *started, *loaded);
 
   const int signal_number = WaitForShutdownSignal(signals, pipeline);
-  const char* signal_name = signal_number == SIGINT ? "SIGINT" : "SIGTERM";
-  if (flags.shutdown_delay_s > 0) {
-    // Readiness goes false first; balancers and Kubernetes take a while to stop sending, and
-    // until then requests are served as usual. A second signal ends the wait.
-    http.BeginDrain();
-    if (grpc) grpc->BeginDrain();
-    spdlog::info("{}: not ready; serving {} s more before closing the listener", signal_name,
-                 flags.shutdown_delay_s);
-    const double whole = std::floor(flags.shutdown_delay_s);
-    const timespec delay{static_cast<time_t>(whole),
-                         static_cast<long>((flags.shutdown_delay_s - whole) * 1e9)};
-    sigtimedwait(&signals, nullptr, &delay);
-  }
-  spdlog::info("{}: stopping; answering the requests already accepted (up to {} s)", signal_name,
-               flags.drain_timeout_s);
-  http.Stop();
-  // gRPC drains alongside: no new calls, every accepted one answered (the pipeline runs on),
-  // the ones still open at the drain deadline cancelled.
-  const auto drain_for = std::chrono::duration_cast<std::chrono::system_clock::duration>(
-      std::chrono::duration<double>(flags.drain_timeout_s));
-  const auto drain_deadline = std::chrono::system_clock::now() + drain_for;
-  if (grpc) grpc->BeginDrain();
-  auto grpc_drained = std::async(std::launch::async, [&grpc, drain_deadline] {
-    if (grpc) grpc->Shutdown(drain_deadline);
-  });
-  // If draining takes too long, the queued requests end as cancelled (503) so every accepted
-  // request still gets an answer.
-  auto drained = std::async(std::launch::async, [&serving] { serving.join(); });
-  if (drained.wait_until(drain_deadline) != std::future_status::ready ||
-      grpc_drained.wait_until(drain_deadline) != std::future_status::ready) {
-    spdlog::warn("drain timeout: cancelling the requests still queued");
-    pipeline.Shutdown(pipeline::ShutdownMode::kCancel);
-  }
-  drained.wait();
-  grpc_drained.wait();
+  Drain(flags, signals, signal_number, http, grpc.get(), serving, pipeline);
   streams->reset();  // no handler uses them any more; their last frames still finish
   pipeline.Shutdown(pipeline::ShutdownMode::kDrain);
   const pipeline::PipelineStats stats = pipeline.Stats();

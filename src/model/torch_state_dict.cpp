@@ -68,6 +68,8 @@ class Unpickler {
 
  private:
   Status Step(uint8_t op);
+  std::optional<Status> StepValue(uint8_t op);      // nullopt: not a value opcode
+  std::optional<Status> StepContainer(uint8_t op);  // nullopt: not a container opcode
   Status Reduce();
   Status SetItem();
   Status SetItems();
@@ -144,26 +146,9 @@ class Unpickler {
   std::map<uint64_t, Ref> memo_;
 };
 
-Status Unpickler::Step(uint8_t op) {
+// The opcodes that push a value: None, booleans, integers, floats, strings and bytes.
+std::optional<Status> Unpickler::StepValue(uint8_t op) {
   switch (op) {
-    case 0x80:
-      pos_ += 1;
-      return Status::Ok();  // PROTO n
-    case 0x95:
-      pos_ += 8;
-      return Status::Ok();  // FRAME (protocol 4)
-    case '}':
-      stack_.push_back(Make(Dict{}));
-      return Status::Ok();  // EMPTY_DICT
-    case ']':
-      stack_.push_back(Make(Tuple{}));
-      return Status::Ok();  // EMPTY_LIST
-    case ')':
-      stack_.push_back(Make(Tuple{}));
-      return Status::Ok();  // EMPTY_TUPLE
-    case '(':
-      stack_.push_back(Make(Mark{}));
-      return Status::Ok();  // MARK
     case 'N':
       stack_.push_back(Make(std::monostate{}));
       return Status::Ok();
@@ -206,16 +191,26 @@ Status Unpickler::Step(uint8_t op) {
       return PushString(4);  // BINBYTES
     case 'C':
       return PushString(1);  // SHORT_BINBYTES
-    case 'q':
-      return Need(1) ? Memoize(ReadUInt(1)) : InvalidData("pickle: truncated BINPUT");
-    case 'r':
-      return Need(4) ? Memoize(ReadUInt(4)) : InvalidData("pickle: truncated PUT");
-    case 0x94:
-      return Memoize(memo_.size());  // MEMOIZE
-    case 'h':
-      return Need(1) ? Recall(ReadUInt(1)) : InvalidData("pickle: truncated BINGET");
-    case 'j':
-      return Need(4) ? Recall(ReadUInt(4)) : InvalidData("pickle: truncated GET");
+    default:
+      return std::nullopt;
+  }
+}
+
+// The opcodes that build tuples, lists and dicts.
+std::optional<Status> Unpickler::StepContainer(uint8_t op) {
+  switch (op) {
+    case '}':
+      stack_.push_back(Make(Dict{}));
+      return Status::Ok();  // EMPTY_DICT
+    case ']':
+      stack_.push_back(Make(Tuple{}));
+      return Status::Ok();  // EMPTY_LIST
+    case ')':
+      stack_.push_back(Make(Tuple{}));
+      return Status::Ok();  // EMPTY_TUPLE
+    case '(':
+      stack_.push_back(Make(Mark{}));
+      return Status::Ok();  // MARK
     case 't': {
       MOGSERVE_ASSIGN_OR_RETURN(Tuple t, PopToMark());
       stack_.push_back(Make(std::move(t)));
@@ -227,16 +222,6 @@ Status Unpickler::Step(uint8_t op) {
       return PushTuple(2);
     case 0x87:
       return PushTuple(3);
-    case 'c': {  // GLOBAL module\nname\n
-      MOGSERVE_ASSIGN_OR_RETURN(std::string module, ReadLine());
-      MOGSERVE_ASSIGN_OR_RETURN(std::string name, ReadLine());
-      stack_.push_back(Make(Global{module + "." + name}));
-      return Status::Ok();
-    }
-    case 'Q':
-      return PersistentLoad();
-    case 'R':
-      return Reduce();
     case 's':
       return SetItem();
     case 'u':
@@ -260,6 +245,42 @@ Status Unpickler::Step(uint8_t op) {
     }
     case 'b':  // BUILD: an OrderedDict's state (its _metadata) is not needed; drop it
       return Pop().status();
+    default:
+      return std::nullopt;
+  }
+}
+
+// One opcode: values and containers first, then framing, the memo, globals and storages.
+Status Unpickler::Step(uint8_t op) {
+  if (std::optional<Status> done = StepValue(op)) return *done;
+  if (std::optional<Status> done = StepContainer(op)) return *done;
+  switch (op) {
+    case 0x80:
+      pos_ += 1;
+      return Status::Ok();  // PROTO n
+    case 0x95:
+      pos_ += 8;
+      return Status::Ok();  // FRAME (protocol 4)
+    case 'q':
+      return Need(1) ? Memoize(ReadUInt(1)) : InvalidData("pickle: truncated BINPUT");
+    case 'r':
+      return Need(4) ? Memoize(ReadUInt(4)) : InvalidData("pickle: truncated PUT");
+    case 0x94:
+      return Memoize(memo_.size());  // MEMOIZE
+    case 'h':
+      return Need(1) ? Recall(ReadUInt(1)) : InvalidData("pickle: truncated BINGET");
+    case 'j':
+      return Need(4) ? Recall(ReadUInt(4)) : InvalidData("pickle: truncated GET");
+    case 'c': {  // GLOBAL module\nname\n
+      MOGSERVE_ASSIGN_OR_RETURN(std::string module, ReadLine());
+      MOGSERVE_ASSIGN_OR_RETURN(std::string name, ReadLine());
+      stack_.push_back(Make(Global{module + "." + name}));
+      return Status::Ok();
+    }
+    case 'Q':
+      return PersistentLoad();
+    case 'R':
+      return Reduce();
     default: {
       char hex[8];
       std::snprintf(hex, sizeof(hex), "0x%02x", op);
