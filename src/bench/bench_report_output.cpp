@@ -122,6 +122,16 @@ Plot CurvePlot(const BenchReport& r, std::vector<std::string>* policies) {
   return p;
 }
 
+// gnuplot's plot command for one line per data block of `name`.dat (column 2 over column 1).
+std::string LinesPlot(const std::string& name, const std::vector<std::string>& titles) {
+  std::string plot;
+  for (size_t i = 0; i < titles.size(); ++i) {
+    plot += std::string(i == 0 ? "plot " : ", ") + "'" + name + ".dat' index " +
+            std::to_string(i) + " using 1:2 with linespoints lw 2 pt 7 title '" + titles[i] + "'";
+  }
+  return plot;
+}
+
 Plot BatchPlot(const BenchReport& r) {
   Plot p;
   p.name = "batch_sizes";
@@ -130,12 +140,7 @@ Plot BatchPlot(const BenchReport& r) {
     NextBlock(row.precision, "batch ms_per_image images_per_s", &precisions, &p.data);
     p.data += Format("%.0f %.4f %.3f\n", row.batch, row.ms_per_image, row.images_per_s);
   }
-  std::string plot;
-  for (size_t i = 0; i < precisions.size(); ++i) {
-    plot += std::string(i == 0 ? "plot " : ", ") + "'" + p.name + ".dat' index " +
-            std::to_string(i) + " using 1:2 with linespoints lw 2 pt 7 title '" + precisions[i] +
-            "'";
-  }
+  const std::string plot = LinesPlot(p.name, precisions);
   p.script = "set title 'Time per image vs batch size (" +
              std::to_string(r.batches.empty() ? 0 : r.batches[0].images) +
              " images per row)'\nset xlabel 'batch size'\nset ylabel 'ms per image'\n"
@@ -147,7 +152,7 @@ Plot BatchPlot(const BenchReport& r) {
 Plot StreamsPlot(const BenchReport& r) {
   Plot p;
   p.name = "streams";
-  std::string plot;
+  std::vector<std::string> titles;
   for (size_t i = 0; i < r.streams.size(); ++i) {
     if (i > 0) p.data += "\n\n";
     p.data += "# " + r.streams[i].policy + ": streams p99_ms in_time_fraction\n";
@@ -155,11 +160,10 @@ Plot StreamsPlot(const BenchReport& r) {
       p.data += Format("%.0f %.3f %.4f\n", s.streams, s.latency.p99_ms,
                        s.frames > 0 ? static_cast<double>(s.in_time) / s.frames : 0);
     }
-    plot += std::string(i == 0 ? "plot " : ", ") + "'" + p.name + ".dat' index " +
-            std::to_string(i) + " using 1:2 with linespoints lw 2 pt 7 title '" +
-            r.streams[i].policy + " p99'";
+    titles.push_back(r.streams[i].policy + " p99");
   }
-  plot += ", 200 with lines lc rgb 'red' dt 3 title '200 ms deadline'";
+  const std::string plot = LinesPlot(p.name, titles) +
+                           ", 200 with lines lc rgb 'red' dt 3 title '200 ms deadline'";
   p.script =
       "set title '25 FPS camera streams (latest-only): frame latency p99'\n"
       "set xlabel 'concurrent streams'\nset ylabel 'p99 latency (ms)'\nset xtics 1\n"

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "server/subscriber_stop.h"
+
 namespace mogserve::server {
 
 StatsEvents::StatsEvents(std::function<std::string()> stats)
@@ -23,15 +25,9 @@ bool StatsEvents::Subscribe(std::shared_ptr<http::ResponseStream> stream,
 }
 
 void StatsEvents::Stop() {
-  std::vector<Subscriber> ending;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stop_) return;
-    stop_ = true;
-    ending.swap(subscribers_);
-  }
-  cv_.notify_all();
-  for (Subscriber& s : ending) s.stream->End();
+  auto ending = TakeSubscribersForStop(mu_, cv_, stop_, subscribers_);
+  if (!ending) return;
+  for (Subscriber& s : *ending) s.stream->End();
   thread_.join();
 }
 

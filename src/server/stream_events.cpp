@@ -9,6 +9,7 @@
 #include "image/draw.h"
 #include "image/encode.h"
 #include "json/result_json.h"
+#include "server/subscriber_stop.h"
 #include "video/stream_registry.h"
 
 namespace mogserve::server {
@@ -92,16 +93,10 @@ StreamEvents::~StreamEvents() {
 }
 
 void StreamEvents::Stop() {
-  std::vector<Subscriber> ending;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stop_) return;
-    stop_ = true;
-    ending.swap(subscribers_);
-    cv_.notify_all();
-  }
+  auto ending = TakeSubscribersForStop(mu_, cv_, stop_, subscribers_);
+  if (!ending) return;
   registry_.SetFrameListener(nullptr);
-  for (Subscriber& s : ending) s.End();
+  for (Subscriber& s : *ending) s.End();
   if (thread_.joinable()) thread_.join();
 }
 
