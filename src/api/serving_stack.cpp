@@ -74,17 +74,17 @@ std::string ResolveModelDir(const std::string& option) {
   return relative;
 }
 
-std::string DefaultSsdCalibration() {
+std::string BuiltinCalibration(const model::ModelSpec& spec) {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
-  return (exe.parent_path() / "calibration" / "ssd_mobilenetv1_int8.json").string();
+  return (exe.parent_path() / "calibration" / std::string(spec.builtin_calibration)).string();
 }
 
 StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& o,
                                                 const OptionNames& names) {
   engine::EngineOptions options;
-  auto model = engine::ParseModelKind(o.model);
+  auto model = model::FindModel(o.model);
   if (!model.ok()) return OptionError(names("model"), model.status());
   options.model = *model;
   const bool auto_precision = o.precision == "auto";
@@ -109,7 +109,7 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& o,
     return InvalidArgument(names("int8_float_layers") + ": '" + o.int8_float_layers +
                            "' is not known; allowed: first,heads, first, heads, none");
   }
-  if (options.model == engine::ModelKind::kSsd &&
+  if (options.model->weights == model::ModelSpec::Weights::kModelDir &&
       !(o.weights.empty() && o.synthetic_weights.empty())) {
     return InvalidArgument(names("weights") + " and " + names("synthetic_weights") + " are for " +
                            names("model") + " mogface; the SSD model is read from " + names("model_dir"));
@@ -118,9 +118,9 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& o,
   // The SSD's default calibration (used by int8 only; filled at any precision because commands
   // such as bench engine --precisions and eval compare switch the precision afterwards): the
   // build's, else one installed beside the model (the container image's).
-  if (options.calibration.empty() && options.model == engine::ModelKind::kSsd) {
+  if (options.calibration.empty() && !options.model->builtin_calibration.empty()) {
     for (const std::string& candidate :
-         {DefaultSsdCalibration(), options.model_dir + "/int8_calibration.json"}) {
+         {BuiltinCalibration(*options.model), options.model_dir + "/int8_calibration.json"}) {
       std::error_code ec;
       if (!candidate.empty() && fs::is_regular_file(candidate, ec)) {
         options.calibration = candidate;

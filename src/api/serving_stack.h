@@ -34,9 +34,9 @@ using OptionNames = opt::OptionNames;
 // engine's error then names it).
 std::string ResolveModelDir(const std::string& option);
 
-// The SSD's INT8 calibration the build writes: <folder of the executable>/calibration/
-// ssd_mobilenetv1_int8.json.
-std::string DefaultSsdCalibration();
+// The INT8 calibration the build writes for a model that ships one (ModelSpec::
+// builtin_calibration): <folder of the executable>/calibration/<its file>.
+std::string BuiltinCalibration(const model::ModelSpec& spec);
 
 // The engine's options; InvalidArgument naming the option and the allowed values.
 StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& options,

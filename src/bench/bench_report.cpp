@@ -195,7 +195,7 @@ StatusOr<std::vector<std::unique_ptr<engine::Engine>>> CreateEngines(const Bench
     }
     engine::EngineOptions eo = o.engine;
     eo.precision = precision;
-    std::fprintf(stderr, "loading %s (%s)...\n", engine::ModelKindName(eo.model),
+    std::fprintf(stderr, "loading %s (%s)...\n", std::string(eo.model->name).c_str(),
                  engine::PrecisionName(precision));
     MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> e, engine::CreateEngine(eo));
     engines.push_back(std::move(e));

@@ -148,7 +148,7 @@ int RowSize(const EngineBenchRow& row) {
 void AddOnnxRuntime(const EngineBenchOptions& options, EngineBenchReport& report) {
   const engine::EngineOptions& e = options.engine;
   OnnxRuntimeBenchOptions o;
-  o.model = e.model == engine::ModelKind::kMogFace ? "mogface" : "ssd";
+  o.model = e.model;
   o.variant = e.synthetic_weights;
   o.seed = e.synthetic_seed;
   o.weights = e.weights;
@@ -220,7 +220,7 @@ StatusOr<EngineBenchReport> RunEngineBench(const EngineBenchOptions& options) {
   std::fprintf(stderr, "  %.1f GFLOP/s (%s, %d threads)\n", machine.gflops, machine.isa.c_str(),
                machine.threads);
   MOGSERVE_ASSIGN_OR_RETURN(EngineBenchReport report,
-                            options.engine.model == engine::ModelKind::kMogFace
+                            options.engine.model->weights == model::ModelSpec::Weights::kCheckpoint
                                 ? RunMogFaceBench(options)
                                 : RunSsdBench(options));
   report.cpu = std::string(IsaLevelName(HostCpu().Level())) + ": " + HostCpu().Describe();

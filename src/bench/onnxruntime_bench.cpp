@@ -55,21 +55,23 @@ StatusOr<OnnxRuntimeRun> RunOnnxRuntimeBench(const OnnxRuntimeBenchOptions& o) {
   ScratchDir scratch;
   if (scratch.path().empty()) return Internal("cannot create a temporary folder");
   std::string weights = o.weights;
-  if (o.model == "mogface" && weights.empty()) {
+  const bool checkpoint = o.model->weights == model::ModelSpec::Weights::kCheckpoint;
+  const std::string name(o.model->name);  // the export script's model argument
+  if (checkpoint && weights.empty()) {
     weights = scratch.path() + "/synthetic.safetensors";
     MOGSERVE_RETURN_IF_ERROR(WriteSyntheticWeights(o.variant, o.seed, weights));
   }
   OnnxRuntimeRun run;
   for (int size : o.sizes) {
-    const std::string onnx = scratch.path() + "/" + o.model + std::to_string(size) + ".onnx";
-    std::vector<std::string> argv = {o.python, export_script, o.model,
+    const std::string onnx = scratch.path() + "/" + name + std::to_string(size) + ".onnx";
+    std::vector<std::string> argv = {o.python, export_script, name,
                                      onnx,     "--size",      std::to_string(size)};
-    if (o.model == "mogface") {
+    if (checkpoint) {
       argv.insert(argv.end(), {"--variant", o.variant, "--checkpoint", weights});
     } else if (!o.ssd_model_dir.empty()) {
       argv.insert(argv.end(), {"--model-dir", o.ssd_model_dir});
     }
-    std::fprintf(stderr, "onnxruntime: exporting %s at %d\n", o.model.c_str(), size);
+    std::fprintf(stderr, "onnxruntime: exporting %s at %d\n", name.c_str(), size);
     MOGSERVE_RETURN_IF_ERROR(Capture(argv).status());
     for (int batch : o.batch_sizes) {
       MOGSERVE_ASSIGN_OR_RETURN(
@@ -88,7 +90,7 @@ StatusOr<OnnxRuntimeRun> RunOnnxRuntimeBench(const OnnxRuntimeBenchOptions& o) {
       row.median_ms = j.value("median_ms", 0.0);
       row.min_ms = j.value("min_ms", 0.0);
       row.ms_per_image = row.median_ms / batch;
-      std::fprintf(stderr, "onnxruntime: %s %d batch %d: %.2f ms/image\n", o.model.c_str(), size,
+      std::fprintf(stderr, "onnxruntime: %s %d batch %d: %.2f ms/image\n", name.c_str(), size,
                    batch, row.ms_per_image);
       run.rows.push_back(row);
     }

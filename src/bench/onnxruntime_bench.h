@@ -10,12 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "model/model_registry.h"
 #include "mogserve/status.h"
 
 namespace mogserve::bench {
 
 struct OnnxRuntimeBenchOptions {
-  std::string model;    // "ssd" or "mogface"
+  const model::ModelSpec* model = &model::DefaultModel();
   std::string variant;  // MogFace: "r101", "e", "r50"
   uint64_t seed = 1;    // MogFace: the engine's --seed of its synthetic weights
   std::string weights;  // MogFace: a real checkpoint instead (any format the reference reads)

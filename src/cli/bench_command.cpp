@@ -76,7 +76,7 @@ StatusOr<bench::EngineBenchOptions> ToBenchOptions(const BenchFlags& flags) {
   options.compare_variants = !flags.default_only;
   options.onnxruntime = flags.onnxruntime;
   options.reference_python = flags.reference_python;  // the ONNX export's interpreter too
-  if (options.engine.model == engine::ModelKind::kMogFace) {
+  if (options.engine.model->weights == model::ModelSpec::Weights::kCheckpoint) {
     ApplyRowFlags(flags, kMogFaceDefaults, options);
     MOGSERVE_RETURN_IF_ERROR(ApplyMogFaceFlags(flags, options));
   } else {

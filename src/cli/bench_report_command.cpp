@@ -78,7 +78,8 @@ StatusOr<bench::BenchReportOptions> ToOptions(BenchReportFlags flags, const CLI:
     std::vector<std::string> names = flags.precisions;
     if (defaulted) {
       names = {"fp32"};
-      if (o.engine.model == engine::ModelKind::kMogFace) names.push_back("bf16");
+      const std::string_view reduced = o.engine.model->bench_reduced_precision;
+      if (!reduced.empty()) names.emplace_back(reduced);
     }
     MOGSERVE_ASSIGN_OR_RETURN(o.precisions,
                               ParsePrecisions(names, defaulted, o.engine, "--precisions"));

@@ -44,10 +44,11 @@ void AddRunFlags(CLI::App& app, RunFlags& flags) {
   AddOptionFlags(app, flags.options, {opt::Group::kModel, opt::Group::kInput});
 }
 
-// MogFace's boxes use inclusive corners (x2 = the last pixel, as it was trained and as its WIDER
-// writer assumes: w = x2 - x1 + 1); the SSD's are continuous edges (w = x2 - x1).
+// The model's box corners (ModelSpec::inclusive_corners): MogFace's are inclusive (x2 = the last
+// pixel, as it was trained and as its WIDER writer assumes: w = x2 - x1 + 1); the SSD's are
+// continuous edges (w = x2 - x1).
 eval::BoxCorners CornersOf(const engine::EngineInfo& info) {
-  return info.model == "mogface" ? eval::BoxCorners::kInclusive : eval::BoxCorners::kEdges;
+  return info.spec->inclusive_corners ? eval::BoxCorners::kInclusive : eval::BoxCorners::kEdges;
 }
 
 // Loads the model; on failure prints the error and returns the exit code in `exit_code`.
@@ -165,10 +166,9 @@ DetectOptions WiderDetectDefaults(const engine::Engine& engine) {
   DetectOptions d = engine.default_detect_options();
   d.score_threshold = 0.01f;
   d.max_faces = 750;
-  if (engine.info().model == "mogface") {
-    d.nms_iou = 0.3f;
-    d.top_k = 5000;
-  }
+  const model::ModelSpec& spec = *engine.info().spec;
+  if (spec.wider_nms_iou > 0) d.nms_iou = spec.wider_nms_iou;
+  if (spec.wider_top_k > 0) d.top_k = spec.wider_top_k;
   return d;
 }
 

@@ -14,16 +14,11 @@
 #include <vector>
 
 #include "image/resize.h"
+#include "model/model_registry.h"
 #include "mogserve/result.h"
 #include "mogserve/status.h"
 
 namespace mogserve::engine {
-
-enum class ModelKind { kSsd, kMogFace };
-// "ssd", "mogface".
-const char* ModelKindName(ModelKind kind);
-// "ssd" (also "ssd-mobilenetv1"), "mogface"; InvalidArgument naming the allowed values.
-StatusOr<ModelKind> ParseModelKind(std::string_view name);
 
 // kTf32: FP32 tensors with TF32 tensor-core math (CUDA only); kFp32 is true FP32 everywhere.
 // kInt8 (CPU only): calibrated post-training INT8 convolutions (EngineOptions::calibration).
@@ -75,7 +70,7 @@ struct CudaBackendOptions {
 };
 
 struct EngineOptions {
-  ModelKind model = ModelKind::kSsd;
+  const model::ModelSpec* model = &model::DefaultModel();  // model/model_registry.h
   // SSD: the folder holding the face-api files (where scripts/setup.sh puts them, relative to the
   // working directory; api::ResolveModelDir finds the real one from the options).
   std::string model_dir = "models/ssd_mobilenetv1";
@@ -135,6 +130,7 @@ struct BatchOutputs {
 // What an engine runs, for banners, /v1/models and reports.
 struct EngineInfo {
   std::string model;          // "ssd-mobilenetv1", "mogface"
+  const model::ModelSpec* spec = nullptr;  // its registry entry (CreateEngine sets it)
   std::string variant;        // "" (SSD), "r101", "e", "r50"
   std::string weights;        // the file, "synthetic (seed 1)", or the SSD folder
   std::string device;         // "cpu", "cuda:0"

@@ -11,16 +11,6 @@
 
 namespace mogserve::engine {
 
-const char* ModelKindName(ModelKind kind) {
-  return kind == ModelKind::kSsd ? "ssd" : "mogface";
-}
-
-StatusOr<ModelKind> ParseModelKind(std::string_view name) {
-  if (name == "ssd" || name == "ssd-mobilenetv1") return ModelKind::kSsd;
-  if (name == "mogface") return ModelKind::kMogFace;
-  return InvalidArgument("model '" + std::string(name) + "' is not known; allowed: ssd, mogface");
-}
-
 constexpr EnumNames<Precision, Precision::kInt8> kPrecisionNames{
     {"fp32", "bf16", "fp16", "tf32", "int8"}};
 
@@ -205,6 +195,7 @@ StatusOr<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options) {
   MOGSERVE_ASSIGN_OR_RETURN(std::shared_ptr<const model::FaceModel> model,
                             LoadFaceModel(options, &info.weights));
   info.model = model->name();
+  info.spec = options.model;
   info.variant = model->variant();
   info.fixed_side = model->fixed_side();
   info.multiple = model->multiple();

@@ -10,10 +10,11 @@
 
 namespace mogserve::engine {
 
-// The SSD from options.model_dir, or MogFace from options.weights (a checkpoint) or
-// options.synthetic_weights (a variant: deterministic random weights). `source` receives what
-// the weights are ("synthetic (seed 1)", the file, or the SSD folder). Errors name the file
-// (with scripts/setup.sh for a missing SSD) or the bad option.
+// The model options.model names (model/model_registry.h), loaded by its spec: the SSD from
+// options.model_dir, MogFace from options.weights (a checkpoint) or options.synthetic_weights (a
+// variant: deterministic random weights). `source` receives what the weights are ("synthetic
+// (seed 1)", the file, or the SSD folder). Errors name the file (with scripts/setup.sh for a
+// missing SSD) or the bad option.
 StatusOr<std::shared_ptr<const model::FaceModel>> LoadFaceModel(const EngineOptions& options,
                                                                 std::string* source);
 

@@ -33,7 +33,7 @@ using testing_util::ReadBytes;
 
 EngineOptions SyntheticOptions(const std::string& variant, Precision precision) {
   EngineOptions options;
-  options.model = ModelKind::kMogFace;
+  options.model = model::FindModel("mogface").value();
   options.synthetic_weights = variant;
   options.precision = precision;
   return options;

@@ -55,7 +55,7 @@ std::set<size_t> TopK(std::span<const float> v, size_t k) {
 
 TEST(MogFaceInt8Test, SyntheticR50StaysCloseToFp32) {
   EngineOptions options;
-  options.model = ModelKind::kMogFace;
+  options.model = model::FindModel("mogface").value();
   options.synthetic_weights = "r50";
   std::string source;
   auto model = LoadFaceModel(options, &source);

@@ -62,7 +62,7 @@ BatchOutputs RunEngine(engine::Engine& e, const Golden& g) {
 
 std::unique_ptr<engine::Engine> Load(const std::string& file, Precision precision) {
   engine::EngineOptions options;
-  options.model = engine::ModelKind::kMogFace;
+  options.model = model::FindModel("mogface").value();
   options.weights = GoldenPath(file);
   options.precision = precision;
   auto e = engine::CreateEngine(options);

@@ -77,7 +77,7 @@ TEST(CudaEngineTest, TheCpuRefusesCudaPrecisions) {
   if (!Backends()[0].built) GTEST_SKIP() << "this build has no CPU backend";
   for (Precision p : {Precision::kTf32, Precision::kFp16}) {
     EngineOptions o;
-    o.model = ModelKind::kMogFace;
+    o.model = model::FindModel("mogface").value();
     o.synthetic_weights = "r50";
     o.precision = p;
     auto r = CreateEngine(o);

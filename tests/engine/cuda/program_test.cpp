@@ -102,10 +102,10 @@ class ProgramParityTest : public ::testing::TestWithParam<ModelCase> {
   void SetUp() override {
     EngineOptions options;
     if (std::string(GetParam().name) == "ssd") {
-      options.model = ModelKind::kSsd;
+      options.model = model::FindModel("ssd").value();
       options.model_dir = MOGSERVE_TEST_MODEL_DIR;
     } else {
-      options.model = ModelKind::kMogFace;
+      options.model = model::FindModel("mogface").value();
       options.synthetic_weights = GetParam().name;
     }
     std::string source;

@@ -41,10 +41,10 @@ EngineOptions OptionsFor(const std::string& model, Precision precision) {
   o.device = "cuda";
   o.precision = precision;
   if (model == "ssd") {
-    o.model = ModelKind::kSsd;
+    o.model = model::FindModel("ssd").value();
     o.model_dir = SsdDir();
   } else {
-    o.model = ModelKind::kMogFace;
+    o.model = model::FindModel("mogface").value();
     o.synthetic_weights = model;
   }
   return o;

@@ -1,0 +1,82 @@
+#include "model/model_registry.h"
+
+#include "model/checkpoint_loader.h"
+#include "model/mogface/mogface_model.h"
+#include "model/mogface/synthetic_weights.h"
+#include "model/ssd_model.h"
+
+namespace mogserve::model {
+namespace {
+
+StatusOr<LoadedModel> LoadSsd(const ModelSource& source) {
+  MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<SsdModel> ssd, SsdModel::Load(source.model_dir));
+  return LoadedModel{std::move(ssd), source.model_dir};
+}
+
+StatusOr<LoadedModel> LoadMogFace(const ModelSource& source) {
+  namespace mf = mogface;
+  const bool synthetic = !source.synthetic_weights.empty();
+  if (synthetic == !source.weights.empty()) {
+    return InvalidArgument(
+        "MogFace needs exactly one of --weights FILE (a .pt/.pth/.safetensors checkpoint) or "
+        "--synthetic-weights VARIANT (r101, e, r50)");
+  }
+  HostTensorMap weights;
+  LoadedModel out;
+  if (synthetic) {
+    MOGSERVE_ASSIGN_OR_RETURN(const mf::Variant variant, mf::ParseVariant(source.synthetic_weights));
+    weights = mf::SyntheticWeights(variant, source.synthetic_seed, /*with_dsfd_heads=*/false);
+    out.source = "synthetic (seed " + std::to_string(source.synthetic_seed) + ")";
+  } else {
+    MOGSERVE_ASSIGN_OR_RETURN(weights, LoadCheckpoint(source.weights));
+    out.source = source.weights;
+  }
+  auto loaded = mf::MogFaceModel::Create(weights);
+  if (!loaded.ok()) {
+    if (synthetic) return loaded.status();
+    return Status(loaded.status().code(), source.weights + ": " + loaded.status().message());
+  }
+  out.model = std::move(*loaded);
+  return out;
+}
+
+// clang-format off
+constexpr ModelSpec kModels[] = {
+  {.name = "ssd", .full_name = "ssd-mobilenetv1",
+   .summary = "SSD-MobileNetV1 (face-api.js), 512x512, the embedded default",
+   .weights = ModelSpec::Weights::kModelDir,
+   .builtin_calibration = "ssd_mobilenetv1_int8.json",
+   .load = LoadSsd},
+  {.name = "mogface", .full_name = "mogface",
+   .summary = "MogFace (ModelScope's MogFace-large, ResNet-101; also E and R50), any size",
+   .weights = ModelSpec::Weights::kCheckpoint,
+   .inclusive_corners = true, .wider_nms_iou = 0.3f, .wider_top_k = 5000,
+   .bench_reduced_precision = "bf16",
+   .load = LoadMogFace},
+};
+// clang-format on
+
+}  // namespace
+
+std::span<const ModelSpec> Models() {
+  return kModels;
+}
+
+const ModelSpec& DefaultModel() {
+  return kModels[0];
+}
+
+StatusOr<const ModelSpec*> FindModel(std::string_view name) {
+  for (const ModelSpec& spec : kModels) {
+    if (name == spec.name || name == spec.full_name) return &spec;
+  }
+  return InvalidArgument("model '" + std::string(name) + "' is not known; allowed: " + ModelNames());
+}
+
+std::string ModelNames() {
+  std::string names;
+  for (const ModelSpec& spec : kModels) names += (names.empty() ? "" : ", ") + std::string(spec.name);
+  return names;
+}
+
+}  // namespace mogserve::model

@@ -1,0 +1,69 @@
+// The model registry: every face model mogserve runs, by name, as a spec — where its weights come
+// from and how they load, what it can do, and the settings tools need from it (eval's box
+// corners and WIDER thresholds, the benchmarks' input and precisions). `--model NAME`, the
+// library's DetectorOptions::model, EngineOptions::model and the tools all go through it; nothing
+// above compares model names as strings.
+//
+// Adding a model: its network and FaceModel (layer plan, weights loader, Decode), then one entry
+// in model_registry.cpp (and its name in the option table's `model` choices, which a test keeps
+// equal to the registry).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "model/face_model.h"
+#include "mogserve/status.h"
+
+namespace mogserve::model {
+
+// What names a model's weights (DetectorOptions' model_dir, weights, synthetic_weights, seed).
+struct ModelSource {
+  std::string model_dir;          // a folder of model files (the SSD's face-api files)
+  std::string weights;            // a checkpoint file
+  std::string synthetic_weights;  // a variant to fill with deterministic random weights
+  uint64_t synthetic_seed = 1;
+};
+
+struct LoadedModel {
+  std::shared_ptr<const FaceModel> model;
+  std::string source;  // what the weights are: the folder, the file, "synthetic (seed 1)"
+};
+
+struct ModelSpec {
+  enum class Weights {
+    kModelDir,    // a folder of files shipped by scripts/setup.sh (weights and synthetic refused)
+    kCheckpoint,  // exactly one of a checkpoint file or synthetic weights of a variant
+  };
+
+  std::string_view name;       // --model: "ssd", "mogface"
+  std::string_view full_name;  // EngineInfo::model, /v1/models, OIP: "ssd-mobilenetv1"
+  std::string_view summary;    // one line for --help and the docs
+  Weights weights = Weights::kModelDir;
+  // INT8: the file name of the activation scales the build ships (beside the executable in
+  // calibration/, or int8_calibration.json in the model folder); "" = calibrate it yourself.
+  std::string_view builtin_calibration;
+  bool landmarks = false;  // its faces carry five landmarks
+  // Eval: its reference counts a box's corner pixels inside (MogFace's +1 areas), and the WIDER
+  // protocol's NMS and top-k when the model's own differ (0: keep the model's).
+  bool inclusive_corners = false;
+  float wider_nms_iou = 0;
+  int wider_top_k = 0;
+  // Benchmarks: the reduced precision measured by default beside fp32 ("" = none).
+  std::string_view bench_reduced_precision;
+
+  StatusOr<LoadedModel> (*load)(const ModelSource& source) = nullptr;
+};
+
+// Every model, the default (the embedded SSD) first.
+std::span<const ModelSpec> Models();
+const ModelSpec& DefaultModel();
+// The spec of `name` (its name or full name); InvalidArgument naming the allowed names.
+StatusOr<const ModelSpec*> FindModel(std::string_view name);
+// "ssd, mogface".
+std::string ModelNames();
+
+}  // namespace mogserve::model
