@@ -140,6 +140,7 @@ std::optional<HttpResponse> RouteTable::Screen(HttpRequest& head, bool authorize
                       {404, "not_found", "no route " + head.method + " " + head.path});
   }
   const Route& route = *match->route;
+  head.route = IndexOf(route);  // refusals too: the metrics label needs no second lookup
   auto refuse = [&](int status, const char* code, std::string message) {
     return RouteError(route.errors, {status, code, std::move(message)});
   };
@@ -167,7 +168,6 @@ std::optional<HttpResponse> RouteTable::Screen(HttpRequest& head, bool authorize
       return RouteError(route.errors, *e);
     }
   }
-  head.route = IndexOf(route);
   if (route.screen) return route.screen(head, match->params);
   return std::nullopt;
 }

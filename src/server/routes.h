@@ -76,7 +76,8 @@ class RouteTable {
   // The checks every request passes from its header, in this order: a route (404), the method
   // (405, with Allow), the API key where needed (401), a ready model where needed (503), the
   // content type (415), the route's own. `authorized`: the request carries the server's key, or
-  // the server has none. /v2 paths answer in the OIP's error shape. Sets head.route on a match.
+  // the server has none. /v2 paths answer in the OIP's error shape. Sets head.route on a match,
+  // refused or not.
   // `admin_port`: only the routes marked admin are served (the rest 404).
   std::optional<http::HttpResponse> Screen(http::HttpRequest& head, bool authorized, bool ready,
                                            bool admin_port = false) const;

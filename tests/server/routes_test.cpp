@@ -81,6 +81,9 @@ TEST(RouteTableTest, RefusesInTheOrderAClientFixesThings) {
   EXPECT_NE(wrong_method->body.find("answers POST, not GET"), std::string::npos);
   EXPECT_EQ(screen(Head("PUT", "/v1/items"), true, true)->headers.at(0).second,
             "GET, HEAD, POST");  // Allow
+  HttpRequest refused = Head("GET", "/v1/detect");
+  EXPECT_EQ(StatusOf(t.Screen(refused, false, false)), 405);
+  EXPECT_EQ(t.Label(refused.route), "/v1/detect");  // a refusal keeps its route's label
   EXPECT_EQ(StatusOf(screen(Head("POST", "/v1/detect"), false, false)), 401);
   EXPECT_EQ(StatusOf(screen(Head("POST", "/v1/detect"), true, false)), 503);
   EXPECT_EQ(StatusOf(screen(Head("POST", "/v1/detect", "text/plain"), true, true)), 415);
