@@ -70,8 +70,8 @@ CLI::Option* AddFlag(CLI::App& app, Object& d, const opt::Option& o, const Field
             return app.add_flag(flag, d.*field, Help(o));
           } else if constexpr (std::is_same_v<V, std::string>) {
             CLI::Option* added = app.add_option(flag, d.*field, Help(o))->default_str(d.*field);
-            if (!o.choices.empty() && std::is_same_v<Object, ServingOptions>) {
-              added->check(CLI::IsMember(Choices(o)));
+            if constexpr (std::is_same_v<Object, ServingOptions>) {
+              if (!o.choices.empty()) added->check(CLI::IsMember(Choices(o)));
             }
             return added;
           } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {

@@ -27,4 +27,8 @@ bool BearerKeyMatches(std::string_view auth, std::string_view key) {
   return ConstantTimeEquals(auth, key);
 }
 
+std::string ClientOf(std::string_view api_key, std::string peer_address) {
+  return api_key.empty() ? std::move(peer_address) : "key";
+}
+
 }  // namespace mogserve::server

@@ -3,6 +3,7 @@
 // compared in time independent of where it differs.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace mogserve::server {
@@ -10,5 +11,9 @@ namespace mogserve::server {
 // True when `authorization` is "Bearer <key>" (spaces around the key ignored) and the key is
 // `key`.
 bool BearerKeyMatches(std::string_view authorization, std::string_view key);
+
+// The scheduler's client of a request (fairness, latest_only), the same for HTTP and gRPC: its
+// peer address, or one client for every holder of the server's API key.
+std::string ClientOf(std::string_view api_key, std::string peer_address);
 
 }  // namespace mogserve::server

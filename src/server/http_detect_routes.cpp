@@ -5,6 +5,7 @@
 
 #include "json/result_json.h"
 #include "options/option_table.h"
+#include "server/api_key.h"
 #include "server/detect_call.h"
 #include "server/detect_websocket.h"
 #include "server/http_server.h"
@@ -131,7 +132,7 @@ void HttpServer::Infer(HttpRequest request, const http::Responder& respond) {
 }
 
 std::string HttpServer::Client(const HttpRequest& request) const {
-  return options_.api_key.empty() ? request.remote_addr : "key";
+  return ClientOf(options_.api_key, request.remote_addr);
 }
 
 std::string HttpServer::ModelName() const {

@@ -1,7 +1,6 @@
 // HttpServer's routes that tell about the server: probes (/healthz, /readyz, /v2/health/*),
 // /v1/models, /v1/stats and its event stream /v1/events, /metrics, and the /v1/streams checks.
 #include <charconv>
-#include <cmath>
 #include <type_traits>
 #include <variant>
 

@@ -288,7 +288,7 @@ class GrpcServer::Service final : public inference::GRPCInferenceService::Callba
     if (auto e = ApplyDeadline(context->deadline(), infer->params)) {
       return Finish(context, kMethod, ToGrpcStatus(*e));
     }
-    const std::string client = options_.api_key.empty() ? PeerAddress(context->peer()) : "key";
+    const std::string client = ClientOf(options_.api_key, PeerAddress(context->peer()));
     pipeline::DetectCall call = MakeDetectCall(infer->images, infer->params, client);
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     pipeline::SubmitAll(
