@@ -81,12 +81,25 @@ std::string BuiltinCalibration(const model::ModelSpec& spec) {
   return (exe.parent_path() / "calibration" / std::string(spec.builtin_calibration)).string();
 }
 
+StatusOr<model::ModelChoice> ToModelChoice(const DetectorOptions& o, const OptionNames& names) {
+  model::ModelChoice choice;
+  auto spec = model::FindModel(o.model);
+  if (!spec.ok()) return OptionError(names("model"), spec.status());
+  choice.spec = *spec;
+  if (choice.spec->weights == model::ModelSpec::Weights::kModelDir &&
+      !(o.weights.empty() && o.synthetic_weights.empty())) {
+    return InvalidArgument(names("weights") + " and " + names("synthetic_weights") + " are for " +
+                           names("model") + " mogface; the SSD model is read from " +
+                           names("model_dir"));
+  }
+  choice.source = {ResolveModelDir(o.model_dir), o.weights, o.synthetic_weights, o.seed};
+  return choice;
+}
+
 StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& o,
                                                 const OptionNames& names) {
   engine::EngineOptions options;
-  auto model = model::FindModel(o.model);
-  if (!model.ok()) return OptionError(names("model"), model.status());
-  options.model = *model;
+  MOGSERVE_ASSIGN_OR_RETURN(const model::ModelChoice model, ToModelChoice(o, names));
   const bool auto_precision = o.precision == "auto";
   if (!auto_precision) {
     auto precision = engine::ParsePrecision(o.precision);
@@ -109,18 +122,12 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& o,
     return InvalidArgument(names("int8_float_layers") + ": '" + o.int8_float_layers +
                            "' is not known; allowed: first,heads, first, heads, none");
   }
-  if (options.model->weights == model::ModelSpec::Weights::kModelDir &&
-      !(o.weights.empty() && o.synthetic_weights.empty())) {
-    return InvalidArgument(names("weights") + " and " + names("synthetic_weights") + " are for " +
-                           names("model") + " mogface; the SSD model is read from " + names("model_dir"));
-  }
-  options.model_dir = ResolveModelDir(o.model_dir);
   // The SSD's default calibration (used by int8 only; filled at any precision because commands
   // such as bench engine --precisions and eval compare switch the precision afterwards): the
   // build's, else one installed beside the model (the container image's).
-  if (options.calibration.empty() && !options.model->builtin_calibration.empty()) {
+  if (options.calibration.empty() && !model.spec->builtin_calibration.empty()) {
     for (const std::string& candidate :
-         {BuiltinCalibration(*options.model), options.model_dir + "/int8_calibration.json"}) {
+         {BuiltinCalibration(*model.spec), model.source.model_dir + "/int8_calibration.json"}) {
       std::error_code ec;
       if (!candidate.empty() && fs::is_regular_file(candidate, ec)) {
         options.calibration = candidate;
@@ -128,9 +135,6 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& o,
       }
     }
   }
-  options.weights = o.weights;
-  options.synthetic_weights = o.synthetic_weights;
-  options.synthetic_seed = o.seed;
   if (!o.synthetic_weights.empty()) {
     spdlog::warn(
         "{} {}: random weights (seed {}), so the detections are meaningless; use them to "
@@ -148,8 +152,10 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& o,
   }
   if (device->backend == "cpu" && options.precision == engine::Precision::kBf16 &&
       HostCpu().RunsBf16() && !HostCpu().NativeBf16()) {
-    spdlog::warn("{} bf16: this CPU has no AVX512-BF16 or AMX, so oneDNN emulates BF16 "
-                 "(slower than fp32; int8 or fp32 are faster here)", names("precision"));
+    spdlog::warn(
+        "{} bf16: this CPU has no AVX512-BF16 or AMX, so oneDNN emulates BF16 "
+        "(slower than fp32; int8 or fp32 are faster here)",
+        names("precision"));
   }
   options.cpu.threads = o.threads;
   options.cuda.cudnn_workspace_bytes = o.cudnn_workspace_mb << 20;
@@ -204,15 +210,30 @@ StatusOr<engine::EngineOptions> CheckOptions(const DetectorOptions& o, const Opt
   return ToEngineOptions(o, names);
 }
 
+StatusOr<EngineSetup> ToEngineSetup(const DetectorOptions& o, const OptionNames& names) {
+  EngineSetup setup;
+  MOGSERVE_ASSIGN_OR_RETURN(setup.engine, ToEngineOptions(o, names));
+  MOGSERVE_ASSIGN_OR_RETURN(setup.model, ToModelChoice(o, names));
+  return setup;
+}
+
+StatusOr<std::unique_ptr<engine::Engine>> LoadEngine(const model::ModelChoice& model,
+                                                     const engine::EngineOptions& options) {
+  MOGSERVE_RETURN_IF_ERROR(engine::CheckEngineOptions(options));
+  MOGSERVE_ASSIGN_OR_RETURN(const model::LoadedModel loaded, model::LoadModel(model));
+  return engine::CreateEngine(loaded, options);
+}
+
 StatusOr<LoadedEngines> LoadEngines(const engine::EngineOptions& engine_options,
                                     const DetectorOptions& options, const OptionNames& names) {
-  auto engine = engine::CreateEngine(engine_options);
+  MOGSERVE_ASSIGN_OR_RETURN(const model::ModelChoice model, ToModelChoice(options, names));
+  auto engine = LoadEngine(model, engine_options);
   if (!engine.ok()) {
     return Status(engine.status().code(), "cannot start the engine: " + engine.status().ToString());
   }
   MOGSERVE_ASSIGN_OR_RETURN(pipeline::ShapeBuckets buckets,
                             ToShapeBuckets(options, (*engine)->info(), names));
-  LoadedEngines loaded{{}, {}, std::move(buckets)};
+  LoadedEngines loaded{{}, {}, (*engine)->model(), std::move(buckets)};
   loaded.owned.push_back(std::move(*engine));
   const int instances =
       options.instances > 0 ? options.instances : engine::DefaultInstances(engine_options.device);
@@ -228,7 +249,7 @@ StatusOr<LoadedEngines> LoadEngines(const engine::EngineOptions& engine_options,
 pipeline::PipelineOptions ToPipelineOptions(const DetectorOptions& o,
                                             const scheduler::SchedulerConfig& config,
                                             const pipeline::ShapeBuckets& buckets,
-                                            const engine::Engine& first) {
+                                            const model::OutputDecoder& decoder) {
   pipeline::PipelineOptions options;
   options.buckets = buckets;
   options.scheduler = config;
@@ -241,7 +262,7 @@ pipeline::PipelineOptions ToPipelineOptions(const DetectorOptions& o,
       o.decode_threads > 0 ? o.decode_threads : std::max(1, AvailableCores() / 2);
   options.postprocess_threads = o.postprocess_threads;
   options.decode.max_pixels = o.max_pixels;
-  options.detect = opt::ApplyDetectOverrides(o, first.default_detect_options());
+  options.detect = opt::ApplyDetectOverrides(o, decoder.default_detect_options());
   return options;
 }
 
@@ -278,13 +299,13 @@ StatusOr<ServingPipeline> StartPipeline(const DetectorOptions& o, const LoadedEn
     latency_seed = plan->latency_samples();
   }
 
-  pipeline::PipelineOptions options =
-      ToPipelineOptions(o, config, loaded.buckets, *loaded.engines.front());
+  pipeline::PipelineOptions options = ToPipelineOptions(o, config, loaded.buckets, *loaded.model);
   options.latency_seed = std::move(latency_seed);
   options.observer = observer;
   const DetectOptions defaults = *options.detect;
   ServingPipeline out;
-  MOGSERVE_ASSIGN_OR_RETURN(out.pipeline, pipeline::Pipeline::Create(loaded.engines, options));
+  MOGSERVE_ASSIGN_OR_RETURN(
+      out.pipeline, pipeline::Pipeline::Create(loaded.engines, loaded.model.get(), options));
   out.preprocess_threads = options.preprocess_threads;
   out.description.info = loaded.engines.front()->info();
   out.description.input_policy = loaded.buckets.Describe();

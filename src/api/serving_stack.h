@@ -38,9 +38,27 @@ std::string ResolveModelDir(const std::string& option);
 // builtin_calibration): <folder of the executable>/calibration/<its file>.
 std::string BuiltinCalibration(const model::ModelSpec& spec);
 
-// The engine's options; InvalidArgument naming the option and the allowed values.
+// The model the options name: its registry spec (`model`) and its weights (`weights`,
+// `synthetic_weights`, `seed`, and `model_dir` as ResolveModelDir finds it); InvalidArgument
+// naming the option and the allowed values.
+StatusOr<model::ModelChoice> ToModelChoice(const DetectorOptions& options,
+                                           const OptionNames& names = {});
+// The engine's options (device, precision, calibration - the model's built-in one when none is
+// named -, backend options); InvalidArgument naming the option and the allowed values.
 StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& options,
                                                 const OptionNames& names = {});
+// What loads one engine: the model with its weights, and how the engine runs it.
+struct EngineSetup {
+  model::ModelChoice model;
+  engine::EngineOptions engine;
+};
+// ToModelChoice and ToEngineOptions at once.
+StatusOr<EngineSetup> ToEngineSetup(const DetectorOptions& options, const OptionNames& names = {});
+// One engine: the options checked first (engine::CheckEngineOptions: the device, its backend,
+// the precision; milliseconds), then the model loaded by its spec (model::LoadModel), then
+// handed to the device's backend (engine::CreateEngine). Errors as those give them.
+StatusOr<std::unique_ptr<engine::Engine>> LoadEngine(const model::ModelChoice& model,
+                                                     const engine::EngineOptions& options);
 // The scheduler's options (its Validate runs later, in Pipeline::Create, naming the field).
 StatusOr<scheduler::SchedulerConfig> ToSchedulerConfig(const DetectorOptions& options,
                                                        const OptionNames& names = {});
@@ -56,10 +74,13 @@ StatusOr<engine::EngineOptions> CheckOptions(const DetectorOptions& options,
 struct LoadedEngines {
   std::vector<std::unique_ptr<engine::Engine>> owned;  // options.instances, sharing weights
   std::vector<engine::Engine*> engines;                // owned, as raw pointers
+  // The model they run; its decoder (model::OutputDecoder) turns their output rows into faces.
+  std::shared_ptr<const model::FaceModel> model;
   pipeline::ShapeBuckets buckets;
 };
-// Loads the engine `engine_options` describe (from ToEngineOptions) and options.instances - 1
-// more sharing its weights (0: engine::DefaultInstances of the device), and the shape buckets.
+// Loads the model `options` name (ToModelChoice), the engine `engine_options` describe (from
+// ToEngineOptions) and options.instances - 1 more sharing its weights (0:
+// engine::DefaultInstances of the device), and the shape buckets.
 // Errors: "cannot start the engine: ..." with the engine's code.
 StatusOr<LoadedEngines> LoadEngines(const engine::EngineOptions& engine_options,
                                     const DetectorOptions& options, const OptionNames& names = {});
@@ -75,12 +96,12 @@ struct ServingPipeline {
 
 // The pipeline's options from `o` around a scheduler `config` (the caller's plan already applied):
 // the decode and post-processing threads, the pre-processing bound, the pixel limit and the
-// detection defaults (the model's, `first`'s, with the options' overrides). StartPipeline and
+// detection defaults (the model's, `decoder`'s, with the options' overrides). StartPipeline and
 // the in-process benchmarks (bench/pipeline_driver.cpp) build their pipelines from it.
 pipeline::PipelineOptions ToPipelineOptions(const DetectorOptions& o,
                                             const scheduler::SchedulerConfig& config,
                                             const pipeline::ShapeBuckets& buckets,
-                                            const engine::Engine& first);
+                                            const model::OutputDecoder& decoder);
 
 // Measures the buffer plan (the warm-up over options.plan_batch_sizes up to max_batch_size; an
 // empty plan_batch_sizes skips it), applies it to the scheduler, starts the pipeline. `observer`

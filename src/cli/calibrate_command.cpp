@@ -12,10 +12,11 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "common/file_util.h"
 #include "engine/cpu_backend.h"
-#include "engine/model_loading.h"
 #include "model/activation_scales.h"
+#include "model/model_registry.h"
 #include "pipeline/prepared_image.h"
 #include "pipeline/shape_buckets.h"
 
@@ -32,55 +33,37 @@ struct CalibrateFlags {
 
 bool IsPhoto(const std::filesystem::path& p) {
   std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".webp";
 }
 
-int RunCalibrate(const CalibrateFlags& flags) {
-  namespace fs = std::filesystem;
-  DetectorOptions engine_flags = flags.engine;
-  engine_flags.precision = "fp32";  // calibration observes the FP32 network
-  auto options = ToEngineOptions(engine_flags);
-  if (!options.ok()) {
-    std::cerr << "error: " << options.status().message() << "\n";
-    return kExitUsage;
-  }
-  if (options->device != "cpu") {
-    std::cerr << "error: --device: calibration runs on cpu, not '" << options->device << "'\n";
-    return kExitUsage;
-  }
+namespace fs = std::filesystem;
+
+// The photos in --images, sorted; InvalidArgument naming the flag when there are none.
+StatusOr<std::vector<fs::path>> CalibrationPhotos(const std::string& folder) {
   std::error_code ec;
-  if (!fs::is_directory(flags.images, ec)) {
-    std::cerr << "error: --images: '" << flags.images << "' is not a folder\n";
-    return kExitUsage;
+  if (!fs::is_directory(folder, ec)) {
+    return InvalidArgument("--images: '" + folder + "' is not a folder");
   }
   std::vector<fs::path> files;
-  for (const fs::directory_entry& e : fs::directory_iterator(flags.images, ec)) {
+  for (const fs::directory_entry& e : fs::directory_iterator(folder, ec)) {
     if (e.is_regular_file() && IsPhoto(e.path())) files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
   if (files.empty()) {
-    std::cerr << "error: --images: no .jpg, .jpeg, .png or .webp files in '" << flags.images
-              << "'\n";
-    return kExitUsage;
+    return InvalidArgument("--images: no .jpg, .jpeg, .png or .webp files in '" + folder + "'");
   }
-  std::string source;
-  auto model = engine::LoadFaceModel(*options, &source);
-  if (!model.ok()) {
-    std::cerr << "error: cannot load the model: " << model.status().ToString() << "\n";
-    return kExitFatal;
-  }
-  pipeline::ShapeBuckets buckets = pipeline::ShapeBuckets::FixedSquare((*model)->fixed_side());
-  if ((*model)->fixed_side() <= 0) {
-    auto target = pipeline::ShapeBuckets::Target(flags.target_size, (*model)->multiple());
-    if (!target.ok()) {
-      std::cerr << "error: --target-size: " << target.status().message() << "\n";
-      return kExitUsage;
-    }
-    buckets = *target;
-  }
-  std::vector<model::ActivationHistogram> histograms;
-  int images = 0;
+  return files;
+}
+
+// Runs each photo through the FP32 network at the bucket its size maps to, adding its
+// activations to `histograms`. kExitOk, or the exit code of the first photo that failed (after
+// printing why).
+int ObservePhotos(const std::vector<fs::path>& files, const pipeline::ShapeBuckets& buckets,
+                  const engine::EngineOptions& options,
+                  const std::shared_ptr<const model::FaceModel>& face_model,
+                  std::vector<model::ActivationHistogram>* histograms) {
   for (const fs::path& f : files) {
     auto bytes = ReadFileBytes(f.string());
     if (!bytes.ok()) {
@@ -97,22 +80,49 @@ int RunCalibrate(const CalibrateFlags& flags) {
     batch.height = prepared->canvas.height;
     batch.canvases = {prepared->canvas.data.data()};
     batch.geometry = {prepared->letterbox};
-    const Status s =
-        engine::CollectActivationHistograms(*options, *model, {batch}, &histograms);
+    const Status s = engine::CollectActivationHistograms(options, face_model, {batch}, histograms);
     if (!s.ok()) {
       std::cerr << "error: " << f.string() << ": " << s.ToString() << "\n";
       return kExitFatal;
     }
-    ++images;
   }
-  const model::ActivationScales scales = model::ScalesFromHistograms(
-      *(*model)->network(), histograms, flags.percentile, images);
+  return kExitOk;
+}
+
+int RunCalibrate(const CalibrateFlags& flags) {
+  DetectorOptions engine_flags = flags.engine;
+  engine_flags.precision = "fp32";  // calibration observes the FP32 network
+  auto setup = ToEngineSetup(engine_flags);
+  if (!setup.ok()) return PrintError(setup.status().message(), kExitUsage);
+  const engine::EngineOptions& options = setup->engine;
+  if (options.device != "cpu") {
+    return PrintError("--device: calibration runs on cpu, not '" + options.device + "'",
+                      kExitUsage);
+  }
+  auto files = CalibrationPhotos(flags.images);
+  if (!files.ok()) return PrintError(files.status().message(), kExitUsage);
+  auto loaded = model::LoadModel(setup->model);
+  if (!loaded.ok()) {
+    return PrintError("cannot load the model: " + loaded.status().ToString(), kExitFatal);
+  }
+  const std::shared_ptr<const model::FaceModel>& face_model = loaded->model;
+  pipeline::ShapeBuckets buckets = pipeline::ShapeBuckets::FixedSquare(face_model->fixed_side());
+  if (face_model->fixed_side() <= 0) {
+    auto target = pipeline::ShapeBuckets::Target(flags.target_size, face_model->multiple());
+    if (!target.ok()) return PrintError("--target-size: " + target.status().message(), kExitUsage);
+    buckets = *target;
+  }
+  std::vector<model::ActivationHistogram> histograms;
+  if (const int code = ObservePhotos(*files, buckets, options, face_model, &histograms);
+      code != kExitOk) {
+    return code;
+  }
+  const int images = static_cast<int>(files->size());
+  const model::ActivationScales scales =
+      model::ScalesFromHistograms(*face_model->network(), histograms, flags.percentile, images);
   const Status written = WriteTextFile(flags.output, model::ActivationScalesJson(scales));
-  if (!written.ok()) {
-    std::cerr << "error: -o: " << written.message() << "\n";
-    return kExitFatal;
-  }
-  std::cerr << "calibrate: " << scales.tensors.size() << " tensors of " << (*model)->name()
+  if (!written.ok()) return PrintError("-o: " + written.message(), kExitFatal);
+  std::cerr << "calibrate: " << scales.tensors.size() << " tensors of " << face_model->name()
             << " over " << images << " photos (percentile " << flags.percentile << " %) -> "
             << flags.output << "\n";
   return kExitOk;

@@ -73,6 +73,9 @@ CLI::Option* AddOptionFlag(CLI::App& app, DetectorOptions& options, std::string_
 
 // The engine's options from the flags; InvalidArgument naming the flag and the allowed values.
 StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& flags);
+// The model and weights the flags name and the engine's options (api::ToEngineSetup), errors
+// naming the flag.
+StatusOr<api::EngineSetup> ToEngineSetup(const DetectorOptions& flags);
 
 // A benchmark's precision list (`flag`: "--precisions"): each name parsed, "auto" resolved for
 // `engine`'s device and calibration. A precision this CPU cannot run is an Unsupported error

@@ -85,8 +85,8 @@ pipeline::TtaOptions ToTtaOptions(const DetectFlags& flags, const DetectOptions&
 
 // Requests in flight at most: batch x instances x (2 batches prefetched + 1 running).
 int64_t Window(const DetectFlags& flags) {
-  const int instances =
-      flags.job.instances > 0 ? flags.job.instances : engine::DefaultInstances(flags.options.device);
+  const int instances = flags.job.instances > 0 ? flags.job.instances
+                                                : engine::DefaultInstances(flags.options.device);
   return int64_t{flags.job.batch_size} * instances * 3;
 }
 
@@ -141,13 +141,14 @@ int RunTta(const DetectFlags& flags, const std::vector<InputFile>& inputs,
     std::cerr << "error: --tta needs --model mogface (the SSD takes one fixed input size)\n";
     return kExitUsage;
   }
-  const DetectOptions detect = opt::ApplyDetectOverrides(flags.options, engine.default_detect_options());
+  const DetectOptions detect =
+      opt::ApplyDetectOverrides(flags.options, engine.model()->default_detect_options());
   image::DecodeOptions decode;
   decode.max_pixels = flags.options.max_pixels;
   const pipeline::TtaOptions tta = ToTtaOptions(flags, detect);
   for (const InputFile& in : inputs) {
     const pipeline::SourceResult r = pipeline::DetectSourceWithTta(
-        engine, {in.path, in.path, {}}, decode, tta, detect.score_threshold);
+        engine, *engine.model(), {in.path, in.path, {}}, decode, tta, detect.score_threshold);
     if (r.status.ok()) {
       on_result(r.id, r.result);
     } else {

@@ -41,6 +41,10 @@ StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& flags) {
   return api::ToEngineOptions(flags, opt::OptionNames::Flags());
 }
 
+StatusOr<api::EngineSetup> ToEngineSetup(const DetectorOptions& flags) {
+  return api::ToEngineSetup(flags, opt::OptionNames::Flags());
+}
+
 StatusOr<pipeline::ShapeBuckets> ToShapeBuckets(const DetectorOptions& flags,
                                                 const engine::EngineInfo& info) {
   return api::ToShapeBuckets(flags, info, opt::OptionNames::Flags());

@@ -5,6 +5,9 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <string>
+
+#include <unistd.h>
 
 namespace mogserve {
 
@@ -47,11 +50,15 @@ std::string FindProjectFolder(const std::string& relative) {
 }
 
 Status WriteTextFile(const std::string& path, const std::string& text) {
-  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "wb"), &std::fclose);
+  // Into a temporary file beside it, renamed over `path` once complete: never a partial file.
+  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(temporary.c_str(), "wb"), &std::fclose);
   if (!file) return Internal("cannot write " + path + ": " + std::strerror(errno));
   if (std::fwrite(text.data(), 1, text.size(), file.get()) != text.size() ||
-      std::fclose(file.release()) != 0) {
-    return Internal("cannot write " + path + ": " + std::strerror(errno));
+      std::fclose(file.release()) != 0 || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(temporary.c_str());
+    return Internal("cannot write " + path + ": " + why);
   }
   return Status::Ok();
 }

@@ -18,7 +18,8 @@ StatusOr<std::vector<uint8_t>> ReadFileBytes(const std::string& path);
 // empty when neither exists.
 std::string FindProjectFolder(const std::string& relative);
 
-// Writes `text` to `path`, replacing it; kInternal naming the path when it cannot be written.
+// Writes `text` to `path`, replacing it all at once (a temporary file beside it, renamed): a
+// failed write leaves no partial file. kInternal naming the path when it cannot be written.
 Status WriteTextFile(const std::string& path, const std::string& text);
 
 }  // namespace mogserve

@@ -1,10 +1,11 @@
 // The engine: a loaded model on a device, running forward passes over batches of canvases and
-// turning one row of the raw outputs into faces. Torch-free header, so the layers above never
-// see LibTorch. `Engine` is an interface: real engines come from CreateEngine, which loads the
-// model (model::FaceModel: network, prepared weights, pre/post-processing; torch-free) and hands
-// it to the backend of the device ("cpu": LibTorch/oneDNN, src/engine/torch/; "cuda[:N]": cuDNN
-// and own kernels, src/engine/cuda/); tests of the pipeline
-// implement it with scripted latencies.
+// handing back the raw rows of the network's output stage; nothing else (turning rows into faces
+// is the model's, model::OutputDecoder, which the pipeline runs beside the engines). Torch-free
+// header, so the layers above never see LibTorch. `Engine` is an interface: real engines come
+// from CreateEngine, which hands a loaded model (model::LoadModel → model::FaceModel: network,
+// prepared weights, pre/post-processing; torch-free) to the backend of the device ("cpu":
+// LibTorch/oneDNN, src/engine/torch/; "cuda[:N]": cuDNN and own kernels, src/engine/cuda/); tests
+// of the pipeline implement it with scripted latencies.
 #pragma once
 
 #include <cstdint>
@@ -69,16 +70,9 @@ struct CudaBackendOptions {
   int max_graphs = 64;
 };
 
+// How an engine runs a model: the device, the precision and the backends' own options. The model
+// itself comes loaded (model::LoadModel, by its registry spec); the engine never reads weights.
 struct EngineOptions {
-  const model::ModelSpec* model = &model::DefaultModel();  // model/model_registry.h
-  // SSD: the folder holding the face-api files (where scripts/setup.sh puts them, relative to the
-  // working directory; api::ResolveModelDir finds the real one from the options).
-  std::string model_dir = "models/ssd_mobilenetv1";
-  // MogFace: a checkpoint (.pt/.pth written by torch.save, or .safetensors), or, when
-  // synthetic_weights names a variant ("r101", "e", "r50"), deterministic random weights.
-  std::string weights;
-  std::string synthetic_weights;
-  uint64_t synthetic_seed = 1;
   // cpu: fp32, bf16, int8; cuda: fp32, tf32, fp16, bf16.
   Precision precision = Precision::kFp32;
   std::string precision_choice;  // why `--precision auto` chose it (EngineInfo); "" when named
@@ -109,7 +103,7 @@ struct CanvasBatch {
 };
 
 // Raw network outputs of one batch, copied off the device: per anchor a face score and four box
-// numbers, whose meaning is the model's (Engine::Postprocess knows it).
+// numbers, whose meaning is the model's (its model::OutputDecoder knows it).
 struct BatchOutputs {
   int batch = 0;
   int anchors = 0;
@@ -125,16 +119,20 @@ struct BatchOutputs {
   std::span<const float> scores_of(int i) const {
     return {scores.data() + static_cast<size_t>(i) * anchors, static_cast<size_t>(anchors)};
   }
+  // Row i for the decoder, its picture placed by `letterbox`.
+  model::OutputRows rows_of(int i, const image::Letterbox& letterbox) const {
+    return {scores_of(i), boxes_of(i), canvas_width, canvas_height, letterbox};
+  }
 };
 
 // What an engine runs, for banners, /v1/models and reports.
 struct EngineInfo {
-  std::string model;          // "ssd-mobilenetv1", "mogface"
-  const model::ModelSpec* spec = nullptr;  // its registry entry (CreateEngine sets it)
-  std::string variant;        // "" (SSD), "r101", "e", "r50"
-  std::string weights;        // the file, "synthetic (seed 1)", or the SSD folder
-  std::string device;         // "cpu", "cuda:0"
-  std::string precision;      // "fp32", "bf16", ...
+  std::string model;                       // "ssd-mobilenetv1", "mogface"
+  const model::ModelSpec* spec = nullptr;  // its registry entry (from the loaded model)
+  std::string variant;                     // "" (SSD), "r101", "e", "r50"
+  std::string weights;                     // the file, "synthetic (seed 1)", or the SSD folder
+  std::string device;                      // "cpu", "cuda:0"
+  std::string precision;                   // "fp32", "bf16", ...
   // Why `--precision auto` chose `precision` ("" when it was asked for by name).
   std::string precision_choice;
   // The host CPU (HostCpu()): its brand string, its instruction sets as lscpu spells them, its
@@ -170,9 +168,10 @@ class Engine {
 
   virtual const EngineInfo& info() const = 0;
 
-  // The post-processing defaults of the model (SSD: 0.5 / NMS 0.5 / 100 faces; MogFace:
-  // ModelScope's 0.82 / top-k 5000 / NMS 0.4 with +1 areas / 750 faces).
-  virtual DetectOptions default_detect_options() const = 0;
+  // The model it runs: its network and weights, and the decoder of its output rows
+  // (model::OutputDecoder), which the pipeline runs after Forward. Null for engines that run no
+  // model (the pipeline tests' and the simulated benchmarks' scripted engines).
+  virtual std::shared_ptr<const model::FaceModel> model() const = 0;
 
   // Multiply-accumulates of one forward pass over a width x height canvas.
   virtual int64_t MacsPerImage(int width, int height) const = 0;
@@ -180,13 +179,6 @@ class Engine {
   // One forward pass. The canvases are copied into a staging buffer that is allocated once per
   // shape and reused. Not thread-safe: one instance per worker thread (see NewInstance).
   virtual StatusOr<BatchOutputs> Forward(const CanvasBatch& batch) = 0;
-
-  // The faces of row `row`: decoded, thresholded, NMS-filtered, mapped through `letterbox` into
-  // original-picture pixels and clipped to the picture. Torch-free and thread-safe (const): it
-  // runs in the post-processing pool.
-  virtual std::vector<Detection> Postprocess(const BatchOutputs& outputs, int row,
-                                             const image::Letterbox& letterbox,
-                                             const DetectOptions& options) const = 0;
 
   virtual MemoryStats Memory() const = 0;
   virtual void ResetPeakMemory() = 0;
@@ -200,17 +192,21 @@ class Engine {
   virtual StatusOr<std::unique_ptr<Engine>> NewInstance() const = 0;
 };
 
-// Loads the model options.model names (SSD from options.model_dir; MogFace from
-// options.weights or options.synthetic_weights) and hands it to the backend that the backend
-// table holds for options.device, which prepares it for options.precision. The CPU backend's
-// first engine sets the process-wide state (intra-op threads, the caching allocator); a later
-// engine asking for another thread count fails with kFailedPrecondition. Errors name the
-// missing or malformed file, the offending checkpoint keys, or the allowed values of a bad
-// option; a build without the device's backend (MOGSERVE_WITH_TORCH=OFF, MOGSERVE_WITH_CUDA=OFF)
-// gives kUnsupported. A cuda device is probed before the model is loaded: no usable NVIDIA
-// driver, no CUDA device, a too-high ordinal or a cuDNN older than 9.0 give kUnavailable
-// (kInvalidArgument for the ordinal) naming the cause.
-StatusOr<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options);
+// Whether options.device names a device this build and machine can run, at options.precision:
+// a build without the device's backend (MOGSERVE_WITH_TORCH=OFF, MOGSERVE_WITH_CUDA=OFF) gives
+// kUnsupported; a cuda device is probed (no usable NVIDIA driver, no CUDA device, a too-high
+// ordinal or a cuDNN older than 9.0 give kUnavailable, kInvalidArgument for the ordinal); a
+// precision the device does not run gives the backend's error naming what to use instead. Cheap:
+// callers run it before the slow model load.
+Status CheckEngineOptions(const EngineOptions& options);
+
+// CheckEngineOptions, then hands `model` (loaded by model::LoadModel) to the backend that the
+// backend table holds for options.device, which prepares it for options.precision. The CPU
+// backend's first engine sets the process-wide state (intra-op threads, the caching allocator); a
+// later engine asking for another thread count fails with kFailedPrecondition. Errors name the
+// offending option and its allowed values.
+StatusOr<std::unique_ptr<Engine>> CreateEngine(const model::LoadedModel& model,
+                                               const EngineOptions& options);
 
 // Engine instances to run when the user names none (`--instances 0`): 1 on the CPU (LibTorch
 // already spreads one pass over every core), 2 on a CUDA device (one stages and copies while

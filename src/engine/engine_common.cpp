@@ -1,5 +1,5 @@
 // The torch-free half of the engine layer: names and parsing of the options, EngineInfo's text,
-// and CreateEngine: check the options, load the model, hand it to the device's backend.
+// and CreateEngine: check the options, hand the loaded model to the device's backend.
 #include <algorithm>
 
 #include "common/cpu_info.h"
@@ -7,7 +7,6 @@
 #include "engine/cpu_backend.h"
 #include "engine/cuda_backend.h"
 #include "engine/engine.h"
-#include "engine/model_loading.h"
 
 namespace mogserve::engine {
 
@@ -175,7 +174,10 @@ int DefaultInstances(std::string_view device) {
   return d.ok() && d->backend == "cuda" ? 2 : 1;
 }
 
-StatusOr<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options) {
+namespace {
+
+// The backend table's entry for options.device, checked as CheckEngineOptions says.
+StatusOr<const Backend*> CheckedBackend(const EngineOptions& options) {
   MOGSERVE_ASSIGN_OR_RETURN(const DeviceSpec device, ParseDevice(options.device));
   const Backend* backend =
       std::find_if(std::begin(kBackends), std::end(kBackends),
@@ -183,6 +185,21 @@ StatusOr<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options) {
   if (backend == std::end(kBackends)) return Internal("no backend for " + device.backend);
   if (!backend->built()) return Unsupported(backend->not_built);
   MOGSERVE_RETURN_IF_ERROR(backend->check(options, device));
+  return backend;
+}
+
+}  // namespace
+
+Status CheckEngineOptions(const EngineOptions& options) {
+  return CheckedBackend(options).status();
+}
+
+StatusOr<std::unique_ptr<Engine>> CreateEngine(const model::LoadedModel& loaded,
+                                               const EngineOptions& options) {
+  if (loaded.model == nullptr) return InvalidArgument("CreateEngine needs a loaded model");
+  MOGSERVE_ASSIGN_OR_RETURN(const Backend* backend, CheckedBackend(options));
+  const DeviceSpec device = ParseDevice(options.device).value();
+  const std::shared_ptr<const model::FaceModel>& model = loaded.model;
   EngineInfo info;
   info.device = device.ToString();
   info.precision = PrecisionName(options.precision);
@@ -192,10 +209,9 @@ StatusOr<std::unique_ptr<Engine>> CreateEngine(const EngineOptions& options) {
   info.cpu_features = cpu.Names();
   info.cpu_isa = IsaLevelName(cpu.Level());
   info.cpu_cap = cpu.cap;
-  MOGSERVE_ASSIGN_OR_RETURN(std::shared_ptr<const model::FaceModel> model,
-                            LoadFaceModel(options, &info.weights));
+  info.weights = loaded.source;
   info.model = model->name();
-  info.spec = options.model;
+  info.spec = loaded.spec;
   info.variant = model->variant();
   info.fixed_side = model->fixed_side();
   info.multiple = model->multiple();

@@ -2,6 +2,9 @@
 
 #include <cstddef>
 #include <cstring>
+#include <optional>
+
+#include "common/byte_order.h"
 
 namespace mogserve::image {
 namespace {
@@ -21,16 +24,10 @@ class TiffReader {
     return offset <= data_.size() && count <= data_.size() - offset;
   }
   uint16_t U16(size_t offset) const {
-    const uint8_t* p = data_.data() + offset;
-    return big_endian_ ? static_cast<uint16_t>((p[0] << 8) | p[1])
-                       : static_cast<uint16_t>((p[1] << 8) | p[0]);
+    return LoadInOrder<uint16_t>(data_.data() + offset, big_endian_);
   }
   uint32_t U32(size_t offset) const {
-    const uint8_t* p = data_.data() + offset;
-    if (big_endian_) {
-      return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
-    }
-    return (uint32_t{p[3]} << 24) | (uint32_t{p[2]} << 16) | (uint32_t{p[1]} << 8) | p[0];
+    return LoadInOrder<uint32_t>(data_.data() + offset, big_endian_);
   }
 
  private:
@@ -70,15 +67,9 @@ OrientationMap MapFor(int orientation, int w, int h) {
 int ParseExifOrientation(std::span<const uint8_t> tiff) {
   if (tiff.size() >= 6 && std::memcmp(tiff.data(), "Exif\0\0", 6) == 0) tiff = tiff.subspan(6);
   if (tiff.size() < 8) return 1;
-  bool big_endian;
-  if (tiff[0] == 'I' && tiff[1] == 'I') {
-    big_endian = false;
-  } else if (tiff[0] == 'M' && tiff[1] == 'M') {
-    big_endian = true;
-  } else {
-    return 1;
-  }
-  const TiffReader reader(tiff, big_endian);
+  const std::optional<bool> big_endian = BigEndianMark(tiff.data(), "II", "MM");
+  if (!big_endian) return 1;
+  const TiffReader reader(tiff, *big_endian);
   if (reader.U16(2) != 42) return 1;
   const size_t ifd = reader.U32(4);
   if (!reader.Has(ifd, 2)) return 1;

@@ -5,29 +5,19 @@
 #pragma once
 
 #include <memory>
-#include <span>
 #include <string>
 #include <vector>
 
 #include "common/detection.h"
 #include "image/resize.h"
 #include "model/network.h"
+#include "model/output_decoder.h"
 #include "model/prepared_weights.h"
 #include "mogserve/result.h"
 
 namespace mogserve::model {
 
-// One image's rows of the output stage, for a canvas_width x canvas_height input, and where its
-// picture lies in that canvas.
-struct OutputRows {
-  std::span<const float> scores;  // [anchors]
-  std::span<const float> boxes;   // [anchors, 4]
-  int canvas_width = 0;
-  int canvas_height = 0;
-  image::Letterbox letterbox;
-};
-
-class FaceModel {
+class FaceModel : public OutputDecoder {
  public:
   FaceModel(std::shared_ptr<const Network> network, PreparedWeights weights)
       : network_(std::move(network)), weights_(std::move(weights)) {}
@@ -42,17 +32,13 @@ class FaceModel {
   // multiple() for batching into buckets.
   virtual int fixed_side() const { return 0; }
   virtual int multiple() const { return 1; }
-  virtual DetectOptions default_detect_options() const = 0;
+  DetectOptions default_detect_options() const override = 0;
 
-  // One image's faces from its rows of the output stage (scores: [anchors], boxes: [anchors, 4],
-  // for a canvas_width x canvas_height input): the model's Decode, then KeepFaces (common/detection.h:
-  // the faces an image keeps, the same rule for every model).
-  std::vector<Detection> Postprocess(std::span<const float> scores, std::span<const float> boxes,
-                                     int canvas_width, int canvas_height,
-                                     const image::Letterbox& letterbox,
-                                     const DetectOptions& options) const {
-    return KeepFaces(Decode({scores, boxes, canvas_width, canvas_height, letterbox}, options),
-                     options);
+  // The model's Decode, then KeepFaces (common/detection.h: the faces an image keeps, the same
+  // rule for every model).
+  std::vector<Detection> Postprocess(const OutputRows& rows,
+                                     const DetectOptions& options) const final {
+    return KeepFaces(Decode(rows, options), options);
   }
 
  protected:

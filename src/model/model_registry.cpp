@@ -73,6 +73,14 @@ StatusOr<const ModelSpec*> FindModel(std::string_view name) {
   return InvalidArgument("model '" + std::string(name) + "' is not known; allowed: " + ModelNames());
 }
 
+StatusOr<LoadedModel> LoadModel(const ModelChoice& choice) {
+  if (choice.spec == nullptr) return InvalidArgument("no model chosen");
+  const ModelSpec& spec = *choice.spec;
+  MOGSERVE_ASSIGN_OR_RETURN(LoadedModel loaded, spec.load(choice.source));
+  loaded.spec = &spec;
+  return loaded;
+}
+
 std::string ModelNames() {
   std::string names;
   for (const ModelSpec& spec : kModels) names += (names.empty() ? "" : ", ") + std::string(spec.name);

@@ -28,9 +28,12 @@ struct ModelSource {
   uint64_t synthetic_seed = 1;
 };
 
+struct ModelSpec;
+
 struct LoadedModel {
   std::shared_ptr<const FaceModel> model;
   std::string source;  // what the weights are: the folder, the file, "synthetic (seed 1)"
+  const ModelSpec* spec = nullptr;  // its registry entry (LoadModel sets it)
 };
 
 struct ModelSpec {
@@ -65,5 +68,16 @@ const ModelSpec& DefaultModel();
 StatusOr<const ModelSpec*> FindModel(std::string_view name);
 // "ssd, mogface".
 std::string ModelNames();
+
+// A model and the weights to load it with: what `--model` and the weight options name.
+struct ModelChoice {
+  const ModelSpec* spec = &DefaultModel();
+  ModelSource source;
+};
+
+// Loads the chosen model by its spec: the SSD from source.model_dir, MogFace from source.weights
+// (a checkpoint) or source.synthetic_weights (a variant: deterministic random weights). Errors
+// name the file (with scripts/setup.sh for a missing SSD) or the bad option.
+StatusOr<LoadedModel> LoadModel(const ModelChoice& choice);
 
 }  // namespace mogserve::model

@@ -70,6 +70,11 @@ class Unpickler {
   Status Step(uint8_t op);
   std::optional<Status> StepValue(uint8_t op);      // nullopt: not a value opcode
   std::optional<Status> StepContainer(uint8_t op);  // nullopt: not a container opcode
+  // Pushes `value` onto the stack.
+  Status Push(Ref value) {
+    stack_.push_back(std::move(value));
+    return Status::Ok();
+  }
   Status Reduce();
   Status SetItem();
   Status SetItems();
@@ -150,14 +155,11 @@ class Unpickler {
 std::optional<Status> Unpickler::StepValue(uint8_t op) {
   switch (op) {
     case 'N':
-      stack_.push_back(Make(std::monostate{}));
-      return Status::Ok();
+      return Push(Make(std::monostate{}));  // NONE
     case 0x88:
-      stack_.push_back(Make(true));
-      return Status::Ok();  // NEWTRUE
+      return Push(Make(true));  // NEWTRUE
     case 0x89:
-      stack_.push_back(Make(false));
-      return Status::Ok();  // NEWFALSE
+      return Push(Make(false));  // NEWFALSE
     case 'K':
       return PushInt(1, false);  // BININT1
     case 'M':
@@ -168,7 +170,7 @@ std::optional<Status> Unpickler::StepValue(uint8_t op) {
       if (!Need(1)) return InvalidData("pickle: truncated LONG1");
       const size_t n = p_[pos_++];
       if (n > 8) return Unsupported("pickle: integer wider than 64 bits");
-      return n == 0 ? (stack_.push_back(Make(int64_t{0})), Status::Ok()) : PushInt(n, true);
+      return n == 0 ? Push(Make(int64_t{0})) : PushInt(n, true);
     }
     case 'G': {  // BINFLOAT, big-endian
       if (!Need(8)) return InvalidData("pickle: truncated BINFLOAT");
@@ -200,21 +202,16 @@ std::optional<Status> Unpickler::StepValue(uint8_t op) {
 std::optional<Status> Unpickler::StepContainer(uint8_t op) {
   switch (op) {
     case '}':
-      stack_.push_back(Make(Dict{}));
-      return Status::Ok();  // EMPTY_DICT
+      return Push(Make(Dict{}));  // EMPTY_DICT
     case ']':
-      stack_.push_back(Make(Tuple{}));
-      return Status::Ok();  // EMPTY_LIST
+      return Push(Make(Tuple{}));  // EMPTY_LIST
     case ')':
-      stack_.push_back(Make(Tuple{}));
-      return Status::Ok();  // EMPTY_TUPLE
+      return Push(Make(Tuple{}));  // EMPTY_TUPLE
     case '(':
-      stack_.push_back(Make(Mark{}));
-      return Status::Ok();  // MARK
-    case 't': {
+      return Push(Make(Mark{}));  // MARK
+    case 't': {                   // TUPLE
       MOGSERVE_ASSIGN_OR_RETURN(Tuple t, PopToMark());
-      stack_.push_back(Make(std::move(t)));
-      return Status::Ok();
+      return Push(Make(std::move(t)));
     }
     case 0x85:
       return PushTuple(1);

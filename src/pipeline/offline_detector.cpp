@@ -33,11 +33,15 @@ PipelineOptions ToPipelineOptions(const OfflineOptions& o, int window) {
 }  // namespace
 
 OfflineDetector::OfflineDetector(engine::Engine& engine, const OfflineOptions& options)
-    : OfflineDetector(std::vector<engine::Engine*>{&engine}, options) {}
+    : OfflineDetector({&engine}, engine.model().get(), options) {}
 
 OfflineDetector::OfflineDetector(std::vector<engine::Engine*> instances,
-                                 const OfflineOptions& options)
-    : engines_(std::move(instances)), options_(options) {
+                                 const model::OutputDecoder& decoder, const OfflineOptions& options)
+    : OfflineDetector(std::move(instances), &decoder, options) {}
+
+OfflineDetector::OfflineDetector(std::vector<engine::Engine*> instances,
+                                 const model::OutputDecoder* decoder, const OfflineOptions& options)
+    : engines_(std::move(instances)), decoder_(decoder), options_(options) {
   options_.batch_size = std::max(1, options_.batch_size);
   options_.prefetch_batches = std::max(0, options_.prefetch_batches);
 }
@@ -62,7 +66,7 @@ void OfflineDetector::Run(const std::function<std::optional<ImageSource>()>& nex
                           const std::function<void(const SourceResult&)>& on_result) {
   stats_ = {};
   const int window = this->window();
-  auto created = Pipeline::Create(engines_, ToPipelineOptions(options_, window));
+  auto created = Pipeline::Create(engines_, decoder_, ToPipelineOptions(options_, window));
   if (!created.ok()) {
     for (std::optional<ImageSource> s = next(); s; s = next()) {
       ++stats_.images;

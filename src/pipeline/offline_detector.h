@@ -61,9 +61,11 @@ struct OfflineStats {
 
 class OfflineDetector {
  public:
-  // `engine` (or every instance, one worker thread each) must outlive the detector.
+  // `engine` (or every instance, one worker thread each, and `decoder`) must outlive the
+  // detector. The first form decodes with the model the engine runs (Engine::model()).
   OfflineDetector(engine::Engine& engine, const OfflineOptions& options);
-  OfflineDetector(std::vector<engine::Engine*> instances, const OfflineOptions& options);
+  OfflineDetector(std::vector<engine::Engine*> instances, const model::OutputDecoder& decoder,
+                  const OfflineOptions& options);
 
   // Processes every source; `on_result` is called once per source, in input order, on the
   // calling thread. A source that fails to load or decode yields a non-OK status and the job
@@ -80,7 +82,11 @@ class OfflineDetector {
   const OfflineStats& stats() const { return stats_; }
 
  private:
+  OfflineDetector(std::vector<engine::Engine*> instances, const model::OutputDecoder* decoder,
+                  const OfflineOptions& options);
+
   std::vector<engine::Engine*> engines_;
+  const model::OutputDecoder* decoder_;  // null when the engine runs no model (Run refuses)
   OfflineOptions options_;
   OfflineStats stats_;
 };

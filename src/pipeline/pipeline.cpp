@@ -85,8 +85,10 @@ struct Pipeline::Worker {
 };
 
 StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(std::vector<engine::Engine*> instances,
+                                                     const model::OutputDecoder* decoder,
                                                      PipelineOptions options) {
   if (instances.empty()) return InvalidArgument("the pipeline needs at least one engine instance");
+  if (decoder == nullptr) return InvalidArgument("the pipeline needs the model's output decoder");
   for (const engine::Engine* e : instances) {
     if (e == nullptr) return InvalidArgument("engine instance is null");
   }
@@ -107,17 +109,17 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(std::vector<engine::Engine*
     policy->OnBatchCompleted(s.bucket, s.batch_size, s.latency);
   }
   std::unique_ptr<Pipeline> pipeline(
-      new Pipeline(std::move(instances), std::move(options), std::move(policy)));
+      new Pipeline(std::move(instances), decoder, std::move(options), std::move(policy)));
   pipeline->Start();
   return pipeline;
 }
 
-Pipeline::Pipeline(std::vector<engine::Engine*> instances, PipelineOptions options,
-                   std::unique_ptr<scheduler::BatchPolicy> policy)
+Pipeline::Pipeline(std::vector<engine::Engine*> instances, const model::OutputDecoder* decoder,
+                   PipelineOptions options, std::unique_ptr<scheduler::BatchPolicy> policy)
     : engines_(std::move(instances)),
+      decoder_(decoder),
       options_(std::move(options)),
-      default_detect_(options_.detect ? *options_.detect
-                                      : engines_.front()->default_detect_options()),
+      default_detect_(options_.detect ? *options_.detect : decoder_->default_detect_options()),
       time_(options_.time != nullptr ? options_.time : &steady_time_),
       started_at_(time_->Now()),
       policy_(std::move(policy)) {
@@ -398,7 +400,7 @@ void Pipeline::RunBatch(Worker* w, const scheduler::BatchPlan& plan) {
   if (options_.observer != nullptr) options_.observer->OnBatchFinished(report);
   RunCompletions(&completions);
   if (report.ok) {
-    SchedulePostprocess(std::move(rows), w->engine,
+    SchedulePostprocess(std::move(rows),
                         std::make_shared<const engine::BatchOutputs>(std::move(outputs).value()));
   }
 }
@@ -444,26 +446,26 @@ void Pipeline::FinishBatchLocked(Worker* w, const scheduler::BatchPlan& plan,
 }
 
 // One task per post thread (not per row): the rows of a batch are split into contiguous runs.
-void Pipeline::SchedulePostprocess(std::vector<Entry*> rows, const engine::Engine* engine,
+void Pipeline::SchedulePostprocess(std::vector<Entry*> rows,
                                    std::shared_ptr<const engine::BatchOutputs> outputs) {
   const size_t tasks = std::min(rows.size(), static_cast<size_t>(post_pool_->size()));
   auto shared_rows = std::make_shared<const std::vector<Entry*>>(std::move(rows));
   for (size_t t = 0; t < tasks; ++t) {
     const size_t begin = shared_rows->size() * t / tasks;
     const size_t end = shared_rows->size() * (t + 1) / tasks;
-    post_pool_->Submit([this, shared_rows, begin, end, engine, outputs] {
+    post_pool_->Submit([this, shared_rows, begin, end, outputs] {
       for (size_t row = begin; row < end; ++row) {
-        Postprocess((*shared_rows)[row], engine, outputs, static_cast<int>(row));
+        Postprocess((*shared_rows)[row], outputs, static_cast<int>(row));
       }
     });
   }
 }
 
-void Pipeline::Postprocess(Entry* entry, const engine::Engine* engine,
-                           const std::shared_ptr<const engine::BatchOutputs>& outputs, int row) {
+void Pipeline::Postprocess(Entry* entry, const std::shared_ptr<const engine::BatchOutputs>& outputs,
+                           int row) {
   const auto start = SteadyClock::now();
   entry->result.faces =
-      engine->Postprocess(*outputs, row, entry->prepared.letterbox, entry->detect);
+      decoder_->Postprocess(outputs->rows_of(row, entry->prepared.letterbox), entry->detect);
   entry->result.timing.postprocess_ms = MillisecondsSince(start);
   Completions completions;
   {

@@ -8,7 +8,8 @@
 //   "pre-<i>"   preprocess_threads decoders (0: requests are decoded on the Submit caller's thread)
 //   "engine-<i>" one per engine instance: builds the CanvasBatch, runs Forward, hands the rows to
 //               the post pool
-//   "post-<i>"  postprocess_threads running Engine::Postprocess and the callbacks
+//   "post-<i>"  postprocess_threads running the model's decoder (model::OutputDecoder) on each
+//               row and the callbacks
 //   "timer"     wakes the scheduler when a Decision::kWait comes due
 // Every scheduling decision is taken under the one pipeline mutex, right when an event happens:
 // an admission, a cancel, a batch completion, or the timer. So an engine that frees up gets its
@@ -37,6 +38,7 @@
 #include "common/thread_pool.h"
 #include "engine/engine.h"
 #include "image/decode.h"
+#include "model/output_decoder.h"
 #include "mogserve/result.h"
 #include "mogserve/status.h"
 #include "pipeline/canvas_pool.h"
@@ -70,7 +72,7 @@ struct PipelineOptions {
   // when decoding on the callers' threads: their number bounds it).
   int max_preprocessing = 0;
   image::DecodeOptions decode;
-  std::optional<DetectOptions> detect;  // nullopt = the first engine's defaults
+  std::optional<DetectOptions> detect;  // nullopt = the decoder's defaults
   // Not owned; must outlive the pipeline. nullptr = the steady clock / no observer.
   TimeSource* time = nullptr;
   PipelineObserver* observer = nullptr;
@@ -109,8 +111,11 @@ enum class ShutdownMode {
 class Pipeline {
  public:
   // `instances` (not owned, at least one) must outlive the pipeline; instance i gets worker i.
-  // InvalidArgument when the options do not validate (the scheduler's message names the field).
+  // `decoder` (not owned, must outlive it too) turns their output rows into faces: the model
+  // the instances run (engine::Engine::model()). InvalidArgument when the options do not
+  // validate (the scheduler's message names the field).
   static StatusOr<std::unique_ptr<Pipeline>> Create(std::vector<engine::Engine*> instances,
+                                                    const model::OutputDecoder* decoder,
                                                     PipelineOptions options);
   // Shutdown(kDrain) if not already shut down.
   ~Pipeline();
@@ -161,8 +166,8 @@ class Pipeline {
   };
   using Completions = std::vector<Completion>;
 
-  Pipeline(std::vector<engine::Engine*> instances, PipelineOptions options,
-           std::unique_ptr<scheduler::BatchPolicy> policy);
+  Pipeline(std::vector<engine::Engine*> instances, const model::OutputDecoder* decoder,
+           PipelineOptions options, std::unique_ptr<scheduler::BatchPolicy> policy);
   void Start();
 
   // The part of Submit before pre-processing: waits for room (kBlock), creates the entry and
@@ -179,10 +184,10 @@ class Pipeline {
   void FinishBatchLocked(Worker* w, const scheduler::BatchPlan& plan, const BatchReport& report,
                          Duration latency, const Status& error, std::vector<Entry*>* rows,
                          Completions* done);
-  void SchedulePostprocess(std::vector<Entry*> rows, const engine::Engine* engine,
+  void SchedulePostprocess(std::vector<Entry*> rows,
                            std::shared_ptr<const engine::BatchOutputs> outputs);
-  void Postprocess(Entry* entry, const engine::Engine* engine,
-                   const std::shared_ptr<const engine::BatchOutputs>& outputs, int row);
+  void Postprocess(Entry* entry, const std::shared_ptr<const engine::BatchOutputs>& outputs,
+                   int row);
   void TimerLoop();
   void OnTimeAdvanced();
 
@@ -196,6 +201,7 @@ class Pipeline {
   bool HasRoomLocked(SubmitMode mode) const;
 
   const std::vector<engine::Engine*> engines_;
+  const model::OutputDecoder* const decoder_;
   const PipelineOptions options_;
   const DetectOptions default_detect_;
   TimeSource* const time_;

@@ -149,9 +149,9 @@ bool InBand(const Detection& face, const TtaPass& pass) {
 
 // Runs `runs[first]` and up to max_batch_size - 1 later runs of the same canvas shape as one
 // batch, appending their in-band faces to `pooled`.
-Status RunBatch(engine::Engine& engine, const image::Image& picture, int width,
-                const TtaOptions& options, size_t first, std::vector<Run>* runs,
-                std::vector<Detection>* pooled, TtaStats* stats) {
+Status RunBatch(engine::Engine& engine, const model::OutputDecoder& decoder,
+                const image::Image& picture, int width, const TtaOptions& options, size_t first,
+                std::vector<Run>* runs, std::vector<Detection>* pooled, TtaStats* stats) {
   const image::Letterbox& shape = (*runs)[first].letterbox;
   std::vector<Run*> members;
   for (size_t i = first;
@@ -191,7 +191,7 @@ Status RunBatch(engine::Engine& engine, const image::Image& picture, int width,
   for (size_t row = 0; row < members.size(); ++row) {
     const Run& run = *members[row];
     for (Detection face :
-         engine.Postprocess(outputs, static_cast<int>(row), run.letterbox, detect)) {
+         decoder.Postprocess(outputs.rows_of(static_cast<int>(row), run.letterbox), detect)) {
       face = ToOriginalFrame(face, run, width, options);
       for (size_t index : run.passes) {
         TtaPassStats& pass_stats = stats->passes[index];
@@ -318,9 +318,11 @@ std::vector<Detection> BoxVote(std::vector<Detection> pooled, float vote_iou, in
   return voted;
 }
 
-StatusOr<std::vector<Detection>> DetectWithTta(engine::Engine& engine, const image::Image& picture,
-                                               int original_width, int original_height,
-                                               const TtaOptions& options, TtaStats* stats) {
+StatusOr<std::vector<Detection>> DetectWithTta(engine::Engine& engine,
+                                               const model::OutputDecoder& decoder,
+                                               const image::Image& picture, int original_width,
+                                               int original_height, const TtaOptions& options,
+                                               TtaStats* stats) {
   if (picture.empty()) return InvalidArgument("TTA needs a non-empty picture");
   if (engine.info().fixed_side > 0) {
     return FailedPrecondition("TTA needs a model that takes any input size (MogFace); " +
@@ -342,7 +344,7 @@ StatusOr<std::vector<Detection>> DetectWithTta(engine::Engine& engine, const ima
   for (size_t i = 0; i < runs.size(); ++i) {
     if (runs[i].done) continue;
     MOGSERVE_RETURN_IF_ERROR(
-        RunBatch(engine, picture, width, options, i, &runs, &pooled, out_stats));
+        RunBatch(engine, decoder, picture, width, options, i, &runs, &pooled, out_stats));
   }
   out_stats->pooled = static_cast<int>(pooled.size());
 
@@ -366,7 +368,8 @@ TtaOptions TtaOptions::Named(std::string_view preset) {
   return Paper(preset == "hard");
 }
 
-SourceResult DetectSourceWithTta(engine::Engine& engine, const ImageSource& source,
+SourceResult DetectSourceWithTta(engine::Engine& engine, const model::OutputDecoder& decoder,
+                                 const ImageSource& source,
                                  const image::DecodeOptions& decode_options,
                                  const TtaOptions& options, float score_threshold) {
   SourceResult r;
@@ -383,7 +386,8 @@ SourceResult DetectSourceWithTta(engine::Engine& engine, const ImageSource& sour
   r.result.height = decoded->height;
   r.result.timing.decode_ms = MillisecondsSince(start);
   const auto run_start = SteadyClock::now();
-  auto faces = DetectWithTta(engine, decoded->image, decoded->width, decoded->height, options);
+  auto faces =
+      DetectWithTta(engine, decoder, decoded->image, decoded->width, decoded->height, options);
   r.result.timing.inference_ms = MillisecondsSince(run_start);
   r.result.timing.batch_size = 1;
   if (!faces.ok()) {

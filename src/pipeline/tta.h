@@ -34,7 +34,7 @@ struct TtaOptions {
   float score_threshold = 0.01f;
   int top_k = 5000;
   int max_faces_per_pass = 750;
-  int max_faces = 750;     // after voting
+  int max_faces = 750;    // after voting
   int min_face_size = 0;  // after voting, before max_faces (KeepFaces)
 
   // Bounds for CPU users; 0 = off (the paper). A pass whose long side would exceed max_side_px
@@ -46,7 +46,7 @@ struct TtaOptions {
   int max_batch_size = 1;
 
   // The original rescales inclusive corners, x2 = (x2' + 1) / shrink - 1, while
-  // Engine::Postprocess maps every coordinate by one factor (x2' / shrink, ModelScope's way);
+  // The decoder maps every coordinate by one factor (x2' / shrink, ModelScope's way);
   // true adds (1 / shrink - 1) to x2 and y2 to get the original's boxes back (3 px at 0.25).
   bool inclusive_rescale = true;
 
@@ -90,7 +90,7 @@ struct TtaPassStats {
   int content_height = 0;
   int canvas_width = 0;  // padded bottom/right to engine.info().multiple
   int canvas_height = 0;
-  int found = 0;  // faces Postprocess returned
+  int found = 0;  // faces the decoder returned
   int kept = 0;   // of those, inside the area band
 };
 struct TtaStats {
@@ -103,22 +103,25 @@ struct TtaStats {
 // to round(original side · scale) (the picture may be a reduced decode: scales are relative to
 // original_width x original_height, which detections are reported in; <= 0 = the picture's own
 // size), mirrored when the pass says so, padded bottom/right to a multiple of
-// engine.info().multiple, one Forward, Postprocess with the pass's thresholds, un-mirrored, the
+// engine.info().multiple, one Forward, `decoder` (the model the engine runs) with the pass's
+// thresholds, un-mirrored, the
 // area band; then BoxVote over all passes and a clip to the picture ([0, W-1] x [0, H-1], the
 // original's inclusive pixels). A reduced decode loses the detail the enlarged passes look for:
 // decode at full size for accuracy work.
 // Needs an engine that takes any canvas size (info().fixed_side == 0), else FailedPrecondition;
 // Forward errors are returned as they are. `stats` (optional) receives what ran. Not
 // thread-safe in `engine` (one caller per Engine instance, like Forward).
-StatusOr<std::vector<Detection>> DetectWithTta(engine::Engine& engine, const image::Image& picture,
-                                               int original_width, int original_height,
-                                               const TtaOptions& options,
+StatusOr<std::vector<Detection>> DetectWithTta(engine::Engine& engine,
+                                               const model::OutputDecoder& decoder,
+                                               const image::Image& picture, int original_width,
+                                               int original_height, const TtaOptions& options,
                                                TtaStats* stats = nullptr);
 
 // `detect --tta` and `eval --tta`: one source read from its path and decoded at full size, run
 // through DetectWithTta, with decode and TTA times; the passes keep every face above 0.01 for
 // voting, and `score_threshold` applies to the voted result.
-SourceResult DetectSourceWithTta(engine::Engine& engine, const ImageSource& source,
+SourceResult DetectSourceWithTta(engine::Engine& engine, const model::OutputDecoder& decoder,
+                                 const ImageSource& source,
                                  const image::DecodeOptions& decode_options,
                                  const TtaOptions& options, float score_threshold);
 

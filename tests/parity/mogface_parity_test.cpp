@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "api/serving_stack.h"
 #include "engine/engine.h"
 #include "golden.h"
 #include "image/decode.h"
@@ -61,11 +62,11 @@ BatchOutputs RunEngine(engine::Engine& e, const Golden& g) {
 }
 
 std::unique_ptr<engine::Engine> Load(const std::string& file, Precision precision) {
-  engine::EngineOptions options;
-  options.model = model::FindModel("mogface").value();
-  options.weights = GoldenPath(file);
-  options.precision = precision;
-  auto e = engine::CreateEngine(options);
+  api::EngineSetup options;
+  options.model.spec = model::FindModel("mogface").value();
+  options.model.source.weights = GoldenPath(file);
+  options.engine.precision = precision;
+  auto e = api::LoadEngine(options.model, options.engine);
   EXPECT_TRUE(e.ok()) << e.status().ToString();
   return e.ok() ? std::move(e).value() : nullptr;
 }
@@ -211,9 +212,10 @@ void CheckModelScopePolicy(const std::string& stem, const std::string& photo, in
   batch.geometry = {prepared.letterbox};
   auto out = e->Forward(batch);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
-  DetectOptions options = e->default_detect_options();
+  DetectOptions options = e->model()->default_detect_options();
   options.score_threshold = meta["postprocess"]["score_threshold"];
-  const std::vector<Detection> faces = e->Postprocess(*out, 0, prepared.letterbox, options);
+  const std::vector<Detection> faces =
+      e->model()->Postprocess(out->rows_of(0, prepared.letterbox), options);
   nlohmann::json& boxes = meta["detections"]["boxes"];
   nlohmann::json kept_boxes = nlohmann::json::array(), kept_scores = nlohmann::json::array();
   for (size_t i = 0; i < boxes.size(); ++i) {

@@ -82,7 +82,7 @@ TEST_F(PlanFixture, FeedsTheSchedulerAndSeedsItsLatencyModel) {
   p.preprocess_threads = 0;
   p.time = &time;
   FakeEngine serving(/*open=*/true);
-  auto pipeline = Pipeline::Create({&serving}, p);
+  auto pipeline = Pipeline::Create({&serving}, &serving, p);
   ASSERT_TRUE(pipeline.ok()) << pipeline.status().ToString();
   RequestResult result;
   SubmitRequest r;

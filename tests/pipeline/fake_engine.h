@@ -28,7 +28,7 @@ using std::chrono::milliseconds;
 // anchor per row whose score is the row canvas's first byte / 255 (the test image's tag), so a
 // result shows which canvas its row came from. Postprocess returns that as one face spanning
 // the picture, mapped through the letterbox.
-class FakeEngine final : public engine::Engine {
+class FakeEngine final : public engine::Engine, public model::OutputDecoder {
  public:
   struct Call {
     int width = 0, height = 0;
@@ -44,6 +44,7 @@ class FakeEngine final : public engine::Engine {
   }
 
   const engine::EngineInfo& info() const override { return info_; }
+  std::shared_ptr<const model::FaceModel> model() const override { return nullptr; }
   DetectOptions default_detect_options() const override { return {}; }
   int64_t MacsPerImage(int width, int height) const override { return int64_t{width} * height; }
 
@@ -87,13 +88,13 @@ class FakeEngine final : public engine::Engine {
     return out;
   }
 
-  std::vector<Detection> Postprocess(const engine::BatchOutputs& outputs, int row,
-                                     const image::Letterbox& lb,
+  std::vector<Detection> Postprocess(const model::OutputRows& rows,
                                      const DetectOptions&) const override {
+    const image::Letterbox& lb = rows.letterbox;
     Detection d;
     d.x2 = static_cast<float>(lb.content_width * lb.to_source_x);
     d.y2 = static_cast<float>(lb.content_height * lb.to_source_y);
-    d.score = outputs.scores_of(row)[0];
+    d.score = rows.scores[0];
     return {d};
   }
 

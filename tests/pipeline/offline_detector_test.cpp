@@ -33,7 +33,7 @@ OfflineOptions SmallOptions() {
 TEST(OfflineDetectorTest, DeliversEveryResultInInputOrder) {
   FakeEngine engine(/*open=*/true);
   engine.FailCall(2);  // one batch fails: only its images
-  OfflineDetector detector(engine, SmallOptions());
+  OfflineDetector detector({&engine}, engine, SmallOptions());
   std::vector<ImageSource> sources;
   for (int i = 0; i < 50; ++i) {
     ImageSource s;
@@ -69,7 +69,7 @@ TEST(OfflineDetectorTest, DeliversEveryResultInInputOrder) {
 
 TEST(OfflineDetectorTest, UnreadableFileIsReportedAndTheJobGoesOn) {
   FakeEngine engine(/*open=*/true);
-  OfflineDetector detector(engine, SmallOptions());
+  OfflineDetector detector({&engine}, engine, SmallOptions());
   std::vector<ImageSource> sources(2);
   sources[0].id = sources[0].path = "/nonexistent/picture.jpg";
   sources[1].id = "ok";
@@ -85,7 +85,7 @@ TEST(OfflineDetectorTest, UnreadableFileIsReportedAndTheJobGoesOn) {
 TEST(OfflineDetectorTest, LargeFolderRunsInBoundedMemory) {
   FakeEngine engine(/*open=*/true);
   const OfflineOptions options = SmallOptions();
-  OfflineDetector detector(engine, options);
+  OfflineDetector detector({&engine}, engine, options);
   const std::vector<uint8_t> png = Png(42);
   int64_t produced = 0;
   int64_t delivered = 0;

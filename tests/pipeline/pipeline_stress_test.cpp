@@ -29,7 +29,7 @@ TEST(PipelineStressTest, EveryRequestEndsExactlyOnce) {
   options.preprocess_threads = 2;
   options.max_preprocessing = 256;
   options.postprocess_threads = 2;
-  auto created = Pipeline::Create({&engine0, &engine1}, options);
+  auto created = Pipeline::Create({&engine0, &engine1}, &engine0, options);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   std::unique_ptr<Pipeline> pipeline = std::move(created).value();
 

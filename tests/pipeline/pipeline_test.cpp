@@ -50,7 +50,7 @@ struct Harness {
       engines.push_back(std::make_unique<FakeEngine>());
       raw.push_back(engines.back().get());
     }
-    auto created = Pipeline::Create(raw, std::move(options));
+    auto created = Pipeline::Create(raw, engines.front().get(), std::move(options));
     EXPECT_TRUE(created.ok()) << created.status().ToString();
     pipeline = std::move(created).value();
   }
@@ -569,9 +569,12 @@ TEST(PipelineTest, StatsAddUp) {
 TEST(PipelineTest, CreateRefusesBadOptions) {
   FakeEngine engine;
   PipelineOptions options;
-  EXPECT_FALSE(Pipeline::Create({}, options).ok());
+  EXPECT_FALSE(Pipeline::Create({}, &engine, options).ok());
+  const auto no_decoder = Pipeline::Create({&engine}, nullptr, options);
+  ASSERT_FALSE(no_decoder.ok());
+  EXPECT_NE(no_decoder.status().message().find("decoder"), std::string::npos);
   options.scheduler.max_batch_size = 0;
-  const auto bad = Pipeline::Create({&engine}, options);
+  const auto bad = Pipeline::Create({&engine}, &engine, options);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("max_batch_size"), std::string::npos);
 }

@@ -273,7 +273,7 @@ image::Image TwoColourPicture(int width, int height) {
 // A MogFace-like engine: any canvas whose sides are multiples of 32. Forward records what it got;
 // Postprocess returns the scripted faces (original inclusive pixels) as the network would see
 // them in the (possibly mirrored) canvas, mapped back the way the real engine maps them.
-class FakeEngine : public engine::Engine {
+class FakeEngine : public engine::Engine, public model::OutputDecoder {
  public:
   struct Call {
     int width = 0, height = 0;
@@ -297,6 +297,7 @@ class FakeEngine : public engine::Engine {
     info_.fixed_side = fixed_side;
     return info_;
   }
+  std::shared_ptr<const model::FaceModel> model() const override { return nullptr; }
   DetectOptions default_detect_options() const override { return {}; }
   int64_t MacsPerImage(int width, int height) const override { return int64_t{width} * height; }
 
@@ -331,11 +332,11 @@ class FakeEngine : public engine::Engine {
     return out;
   }
 
-  std::vector<Detection> Postprocess(const engine::BatchOutputs& outputs, int row,
-                                     const image::Letterbox& letterbox,
+  std::vector<Detection> Postprocess(const model::OutputRows& rows,
                                      const DetectOptions& options) const override {
     options_seen.push_back(options);
-    const bool mirrored = outputs.scores_of(row)[0] > 0.5f;
+    const image::Letterbox& letterbox = rows.letterbox;
+    const bool mirrored = rows.scores[0] > 0.5f;
     const float width =
         static_cast<float>(std::lround(letterbox.content_width * letterbox.to_source_x));
     const float tx = static_cast<float>(letterbox.to_source_x);
@@ -374,7 +375,7 @@ TEST(DetectWithTtaTest, CanvasShapesMirroringAndPadding) {
   FakeEngine engine;
   const image::Image picture = TwoColourPicture(320, 240);
   TtaStats stats;
-  auto result = DetectWithTta(engine, picture, kWidth, kHeight, TtaOptions(), &stats);
+  auto result = DetectWithTta(engine, engine, picture, kWidth, kHeight, TtaOptions(), &stats);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
 
   // Content = round(640·s) x round(480·s), canvas rounded up to 32.
@@ -423,8 +424,8 @@ TEST(DetectWithTtaTest, UnflipsBandsAndVotesTheFacesTogether) {
   engine.faces = {kBigFace, kSmallFace};
   engine.mirrored_score_bonus = 0.1f;
   TtaStats stats;
-  auto result =
-      DetectWithTta(engine, TwoColourPicture(320, 240), kWidth, kHeight, TtaOptions(), &stats);
+  auto result = DetectWithTta(engine, engine, TwoColourPicture(320, 240), kWidth, kHeight,
+                              TtaOptions(), &stats);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
 
   //                                 orig flip 0.5 0.75 2  1.5 2.6 0.25 1.25 1.75 2.25
@@ -448,8 +449,8 @@ TEST(DetectWithTtaTest, AreaBandsAreStrict) {
   FakeEngine engine;
   engine.faces = {{10, 10, 50, 60, 0.5f}, {200, 200, 290, 300, 0.5f}};  // 40·50, 90·100
   TtaStats stats;
-  auto result =
-      DetectWithTta(engine, TwoColourPicture(320, 240), kWidth, kHeight, TtaOptions(), &stats);
+  auto result = DetectWithTta(engine, engine, TwoColourPicture(320, 240), kWidth, kHeight,
+                              TtaOptions(), &stats);
   ASSERT_TRUE(result.ok());
   ASSERT_EQ(stats.passes.size(), 11u);
   EXPECT_EQ(stats.passes[2].kept, 1);  // 0.5, > 2000: only the 9000 one
@@ -466,7 +467,8 @@ TEST(DetectWithTtaTest, VotingWeighsThePassesByScore) {
   engine.faces = {kBigFace};
   engine.mirrored_shift_px = 4;
   engine.mirrored_score_bonus = 0.1f;
-  auto result = DetectWithTta(engine, TwoColourPicture(320, 240), kWidth, kHeight, TtaOptions());
+  auto result =
+      DetectWithTta(engine, engine, TwoColourPicture(320, 240), kWidth, kHeight, TtaOptions());
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   ASSERT_EQ(result->size(), 1u);
   ExpectBox((*result)[0], (3.2 * 100 + 0.9 * 96) / 4.1, 50, (3.2 * 299 + 0.9 * 295) / 4.1, 249,
@@ -481,7 +483,7 @@ TEST(DetectWithTtaTest, InclusiveRescaleMatchesTheOriginal) {
   engine.faces = {kBigFace};
   TtaOptions options;
   options.inclusive_rescale = false;
-  auto result = DetectWithTta(engine, TwoColourPicture(320, 240), kWidth, kHeight, options);
+  auto result = DetectWithTta(engine, engine, TwoColourPicture(320, 240), kWidth, kHeight, options);
   ASSERT_TRUE(result.ok());
   ASSERT_EQ(result->size(), 1u);
   ExpectBox((*result)[0], 100, 50, 298.2, 248.2, 0.8);
@@ -494,7 +496,8 @@ TEST(DetectWithTtaTest, BatchesTheFlipPair) {
   TtaOptions options;
   options.max_batch_size = 2;
   TtaStats stats;
-  auto result = DetectWithTta(engine, TwoColourPicture(320, 240), kWidth, kHeight, options, &stats);
+  auto result =
+      DetectWithTta(engine, engine, TwoColourPicture(320, 240), kWidth, kHeight, options, &stats);
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(stats.forward_calls, 10);
   ASSERT_EQ(engine.calls[0].mirrored.size(), 2u);
@@ -512,7 +515,8 @@ TEST(DetectWithTtaTest, CappedPassesShareAForwardPass) {
   TtaOptions options;
   options.max_side_px = 640;
   TtaStats stats;
-  auto result = DetectWithTta(engine, TwoColourPicture(320, 240), kWidth, kHeight, options, &stats);
+  auto result =
+      DetectWithTta(engine, engine, TwoColourPicture(320, 240), kWidth, kHeight, options, &stats);
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(stats.forward_calls, 5);
   for (const FakeEngine::Call& call : engine.calls)
@@ -528,7 +532,7 @@ TEST(DetectWithTtaTest, ClipsToThePicture) {
   FakeEngine engine;
   engine.faces = {{620, -5, 660, 30, 0.9f}};
   TtaStats stats;
-  auto result = DetectWithTta(engine, TwoColourPicture(320, 240), kWidth, kHeight,
+  auto result = DetectWithTta(engine, engine, TwoColourPicture(320, 240), kWidth, kHeight,
                               TtaOptions::FlipOnly(), &stats);
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(stats.forward_calls, 2);
@@ -538,7 +542,8 @@ TEST(DetectWithTtaTest, ClipsToThePicture) {
 
 TEST(DetectWithTtaTest, HardModeThresholdsReachTheEngine) {
   FakeEngine engine;
-  auto result = DetectWithTta(engine, TwoColourPicture(64, 48), 64, 48, TtaOptions::Paper(true));
+  auto result =
+      DetectWithTta(engine, engine, TwoColourPicture(64, 48), 64, 48, TtaOptions::Paper(true));
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(engine.calls.size(), 12u);
   EXPECT_EQ(engine.calls.back().mirrored, std::vector<bool>{true});  // the flip at 1.4
@@ -548,7 +553,8 @@ TEST(DetectWithTtaTest, HardModeThresholdsReachTheEngine) {
 
 TEST(DetectWithTtaTest, OriginalSizeDefaultsToThePicture) {
   FakeEngine engine;
-  auto result = DetectWithTta(engine, TwoColourPicture(64, 48), 0, 0, TtaOptions::FlipOnly());
+  auto result =
+      DetectWithTta(engine, engine, TwoColourPicture(64, 48), 0, 0, TtaOptions::FlipOnly());
   ASSERT_TRUE(result.ok());
   ASSERT_FALSE(engine.calls.empty());
   EXPECT_EQ(engine.calls[0].geometry[0].content_width, 64);
@@ -559,7 +565,7 @@ TEST(DetectWithTtaTest, OriginalSizeDefaultsToThePicture) {
 TEST(DetectWithTtaTest, ForwardErrorsArePassedOn) {
   FakeEngine engine;
   engine.fail_forward = ResourceExhausted("out of memory");
-  auto result = DetectWithTta(engine, TwoColourPicture(64, 48), 64, 48, TtaOptions());
+  auto result = DetectWithTta(engine, engine, TwoColourPicture(64, 48), 64, 48, TtaOptions());
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), StatusCode::kResourceExhausted);
 }
@@ -567,19 +573,19 @@ TEST(DetectWithTtaTest, ForwardErrorsArePassedOn) {
 TEST(DetectWithTtaTest, RejectsFixedSizeEnginesAndBadOptions) {
   FakeEngine ssd_like;
   ssd_like.fixed_side = 512;
-  auto fixed = DetectWithTta(ssd_like, TwoColourPicture(64, 48), 64, 48, TtaOptions());
+  auto fixed = DetectWithTta(ssd_like, ssd_like, TwoColourPicture(64, 48), 64, 48, TtaOptions());
   EXPECT_EQ(fixed.status().code(), StatusCode::kFailedPrecondition);
 
   FakeEngine engine;
   TtaOptions bad;
   bad.max_batch_size = 0;
-  EXPECT_EQ(DetectWithTta(engine, TwoColourPicture(64, 48), 64, 48, bad).status().code(),
+  EXPECT_EQ(DetectWithTta(engine, engine, TwoColourPicture(64, 48), 64, 48, bad).status().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(DetectWithTta(engine, image::Image(), 64, 48, TtaOptions()).status().code(),
+  EXPECT_EQ(DetectWithTta(engine, engine, image::Image(), 64, 48, TtaOptions()).status().code(),
             StatusCode::kInvalidArgument);
   TtaOptions absurd;
   absurd.max_img_shrink = 1000;  // 64x48 · 1000 is beyond any canvas
-  EXPECT_EQ(DetectWithTta(engine, TwoColourPicture(64, 48), 64, 48, absurd).status().code(),
+  EXPECT_EQ(DetectWithTta(engine, engine, TwoColourPicture(64, 48), 64, 48, absurd).status().code(),
             StatusCode::kResourceExhausted);
   EXPECT_TRUE(engine.calls.empty());
 }

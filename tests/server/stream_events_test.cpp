@@ -81,7 +81,7 @@ TEST(StreamEvents, ASlowWebSocketGetsTheLatestFrameAndCountsTheDropped) {
   o.buckets = pipeline::ShapeBuckets::FixedSquare(64);
   o.scheduler.default_timeout = pipeline::Duration::zero();
   o.preprocess_threads = 0;
-  auto pipeline = pipeline::Pipeline::Create({&engine}, o);
+  auto pipeline = pipeline::Pipeline::Create({&engine}, &engine, o);
   ASSERT_TRUE(pipeline.ok());
   video::StreamRegistry registry(**pipeline, video::IngestOptions{}, /*max_streams=*/2);
   StreamEvents events(registry, /*max_subscribers=*/3);

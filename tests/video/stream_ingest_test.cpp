@@ -52,7 +52,7 @@ void ExpectIdentities(const IngestCounters& c) {
 
 TEST(StreamIngest, FileInBulkDetectsEveryFrameInOrder) {
   FakeEngine engine(/*open=*/true);
-  auto pipeline = pipeline::Pipeline::Create({&engine}, Options());
+  auto pipeline = pipeline::Pipeline::Create({&engine}, &engine, Options());
   ASSERT_TRUE(pipeline.ok());
   Results results;
   StreamIngest stream(**pipeline, Ingest(ClipPath("clip.mp4")), results.callback());
@@ -81,7 +81,7 @@ TEST(StreamIngest, FileInBulkDetectsEveryFrameInOrder) {
 
 TEST(StreamIngest, DetectFpsSamplesByPresentationTime) {
   FakeEngine engine(/*open=*/true);
-  auto pipeline = pipeline::Pipeline::Create({&engine}, Options());
+  auto pipeline = pipeline::Pipeline::Create({&engine}, &engine, Options());
   ASSERT_TRUE(pipeline.ok());
   Results results;
   IngestOptions o = Ingest(ClipPath("clip.mp4"));
@@ -100,7 +100,7 @@ TEST(StreamIngest, DetectFpsSamplesByPresentationTime) {
 
 TEST(StreamIngest, RealtimeFramesAreSupersededBehindASlowEngine) {
   FakeEngine engine(/*open=*/false);  // holds every batch until released
-  auto pipeline = pipeline::Pipeline::Create({&engine}, Options());
+  auto pipeline = pipeline::Pipeline::Create({&engine}, &engine, Options());
   ASSERT_TRUE(pipeline.ok());
   Results results;
   IngestOptions o = Ingest(ClipPath("clip.mp4"));
@@ -137,7 +137,7 @@ TEST(StreamIngest, RealtimeFramesAreSupersededBehindASlowEngine) {
 // of 2.8 MB each; with an 8.5 MB budget the reader stops at 3 and waits for results.
 TEST(StreamIngest, PreviewsInFlightStayWithinTheirBudget) {
   FakeEngine engine(/*open=*/false);
-  auto pipeline = pipeline::Pipeline::Create({&engine}, Options());
+  auto pipeline = pipeline::Pipeline::Create({&engine}, &engine, Options());
   ASSERT_TRUE(pipeline.ok());
   Results results;
   IngestOptions o = Ingest(ClipPath("clip.mp4"));
@@ -159,7 +159,7 @@ TEST(StreamIngest, PreviewsInFlightStayWithinTheirBudget) {
 
 TEST(StreamIngest, StopEndsAStreamBlockedOnASilentSource) {
   FakeEngine engine(/*open=*/true);
-  auto pipeline = pipeline::Pipeline::Create({&engine}, Options());
+  auto pipeline = pipeline::Pipeline::Create({&engine}, &engine, Options());
   ASSERT_TRUE(pipeline.ok());
   testing::SilentListener silent;
   IngestOptions o = Ingest("tcp://127.0.0.1:" + std::to_string(silent.port()));
@@ -176,7 +176,7 @@ TEST(StreamIngest, StopEndsAStreamBlockedOnASilentSource) {
 
 TEST(StreamIngest, AFailingSourceReportsItsError) {
   FakeEngine engine(/*open=*/true);
-  auto pipeline = pipeline::Pipeline::Create({&engine}, Options());
+  auto pipeline = pipeline::Pipeline::Create({&engine}, &engine, Options());
   ASSERT_TRUE(pipeline.ok());
   Results results;
   StreamIngest stream(**pipeline, Ingest(ClipPath("clip_mpeg4.mp4")), results.callback());

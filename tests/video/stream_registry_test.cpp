@@ -38,7 +38,7 @@ StreamInfo WaitFor(const StreamRegistry& registry, const std::string& id,
 
 TEST(StreamRegistry, AddsListsAndRemovesStreams) {
   FakeEngine engine(/*open=*/true);
-  auto pipeline = pipeline::Pipeline::Create({&engine}, Options());
+  auto pipeline = pipeline::Pipeline::Create({&engine}, &engine, Options());
   ASSERT_TRUE(pipeline.ok());
   testing::SilentListener silent;
   IngestOptions defaults;
@@ -87,7 +87,7 @@ TEST(StreamRegistry, AddsListsAndRemovesStreams) {
 // retrying, on what it does not; restart retries a failed one.
 TEST(StreamRegistry, RetriesWhatTimeMendsAndFailsOnWhatItDoesNot) {
   FakeEngine engine(/*open=*/true);
-  auto pipeline = pipeline::Pipeline::Create({&engine}, Options());
+  auto pipeline = pipeline::Pipeline::Create({&engine}, &engine, Options());
   ASSERT_TRUE(pipeline.ok());
   testing::SilentListener silent;
   testing::FixedStatusHttpServer unauthorized("401 Unauthorized");

@@ -77,14 +77,12 @@ TEST(CudaEngineTest, TheCpuRefusesCudaPrecisions) {
   if (!Backends()[0].built) GTEST_SKIP() << "this build has no CPU backend";
   for (Precision p : {Precision::kTf32, Precision::kFp16}) {
     EngineOptions o;
-    o.model = model::FindModel("mogface").value();
-    o.synthetic_weights = "r50";
     o.precision = p;
-    auto r = CreateEngine(o);
+    Status r = CheckEngineOptions(o);
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_THAT(r.status().message(), HasSubstr("not available on cpu"));
-    EXPECT_THAT(r.status().message(), HasSubstr("--device cuda"));
+    EXPECT_EQ(r.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(r.message(), HasSubstr("not available on cpu"));
+    EXPECT_THAT(r.message(), HasSubstr("--device cuda"));
   }
 }
 
@@ -92,15 +90,15 @@ TEST(CudaEngineTest, BadCudaOptionsAreRefusedBeforeTheDevice) {
   EngineOptions o;
   o.device = "cuda";
   o.cuda.max_graphs = -1;
-  auto r = CreateEngine(o);
+  Status r = CheckEngineOptions(o);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("max_graphs"));
+  EXPECT_EQ(r.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.message(), HasSubstr("max_graphs"));
   o.cuda.max_graphs = 64;
   o.cuda.cudnn_workspace_bytes = -5;
-  r = CreateEngine(o);
+  r = CheckEngineOptions(o);
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.status().message(), HasSubstr("cudnn_workspace_bytes"));
+  EXPECT_THAT(r.message(), HasSubstr("cudnn_workspace_bytes"));
   EXPECT_EQ(EngineOptions{}.cuda.cudnn_workspace_bytes, int64_t{256} << 20);
   EXPECT_FALSE(EngineOptions{}.cuda.cudnn_autotune);
   EXPECT_EQ(EngineOptions{}.cuda.max_graphs, 64);
@@ -112,14 +110,13 @@ TEST(CudaEngineTest, CreateEngineWithoutAGpuIsUnavailable) {
     SCOPED_TRACE(device);
     EngineOptions o;
     o.device = device;
-    // The device is probed before the model is read: a missing model folder is not the error.
-    o.model_dir = "/nonexistent/mogserve-models";
-    auto r = CreateEngine(o);
+    // The device is probed before any model is read (api::LoadEngine checks first).
+    Status r = CheckEngineOptions(o);
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
-    EXPECT_THAT(r.status().message(),
+    EXPECT_EQ(r.code(), StatusCode::kUnavailable) << r.ToString();
+    EXPECT_THAT(r.message(),
                 AnyOf(HasSubstr("no usable NVIDIA driver"), HasSubstr("no CUDA device")));
-    EXPECT_THAT(r.status().message(), HasSubstr("--device cpu"));
+    EXPECT_THAT(r.message(), HasSubstr("--device cpu"));
   }
   // The answer is the same on every call (cached), and the probe itself says so too.
   EXPECT_EQ(ProbeCudaDevice(0).status().message(), ProbeCudaDevice(0).status().message());

@@ -14,7 +14,7 @@
 #include <set>
 #include <string>
 
-#include "engine/model_loading.h"
+#include "model/model_registry.h"
 #include "host_program.h"
 #include "parity_support.h"
 #include "model/mogface/mogface_network.h"
@@ -100,18 +100,17 @@ struct ModelCase {
 class ProgramParityTest : public ::testing::TestWithParam<ModelCase> {
  protected:
   void SetUp() override {
-    EngineOptions options;
+    model::ModelChoice choice;
     if (std::string(GetParam().name) == "ssd") {
-      options.model = model::FindModel("ssd").value();
-      options.model_dir = MOGSERVE_TEST_MODEL_DIR;
+      choice.spec = model::FindModel("ssd").value();
+      choice.source.model_dir = MOGSERVE_TEST_MODEL_DIR;
     } else {
-      options.model = model::FindModel("mogface").value();
-      options.synthetic_weights = GetParam().name;
+      choice.spec = model::FindModel("mogface").value();
+      choice.source.synthetic_weights = GetParam().name;
     }
-    std::string source;
-    auto model = LoadFaceModel(options, &source);
-    ASSERT_TRUE(model.ok()) << model.status().ToString();
-    model_ = *model;
+    auto loaded = model::LoadModel(choice);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    model_ = loaded->model;
     auto plan = PlanOf(model_->network(), GetParam().h, GetParam().w);
     ASSERT_TRUE(plan.ok()) << plan.status().ToString();
     plan_.emplace(std::move(*plan));

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "engine/engine.h"
-#include "engine/model_loading.h"
+#include "model/model_registry.h"
 #include "parity_support.h"
 
 namespace mogserve::engine::cuda {
@@ -36,18 +36,30 @@ std::string SsdDir() {
   return env != nullptr ? env : MOGSERVE_TEST_MODEL_DIR;
 }
 
-EngineOptions OptionsFor(const std::string& model, Precision precision) {
+// "ssd" (its shipped files), or a MogFace variant with synthetic weights.
+model::ModelChoice ModelFor(const std::string& name) {
+  model::ModelChoice choice;
+  if (name == "ssd") {
+    choice.spec = model::FindModel("ssd").value();
+    choice.source.model_dir = SsdDir();
+  } else {
+    choice.spec = model::FindModel("mogface").value();
+    choice.source.synthetic_weights = name;
+  }
+  return choice;
+}
+
+EngineOptions OptionsFor(Precision precision) {
   EngineOptions o;
   o.device = "cuda";
   o.precision = precision;
-  if (model == "ssd") {
-    o.model = model::FindModel("ssd").value();
-    o.model_dir = SsdDir();
-  } else {
-    o.model = model::FindModel("mogface").value();
-    o.synthetic_weights = model;
-  }
   return o;
+}
+
+// The model `name` (ModelFor) loaded and handed to the CUDA backend with `options`.
+StatusOr<std::unique_ptr<Engine>> Create(const std::string& name, const EngineOptions& options) {
+  MOGSERVE_ASSIGN_OR_RETURN(const model::LoadedModel loaded, model::LoadModel(ModelFor(name)));
+  return CreateEngine(loaded, options);
 }
 
 CanvasBatch BatchOf(const ParityInputs& in, int h, int w) {
@@ -99,17 +111,16 @@ TEST_P(CudaEngineGpuTest, MatchesTheReferenceInEveryPrecision) {
   const Case c = GetParam();
   const bool ssd = std::string(c.model) == "ssd";
   if (ssd && !std::filesystem::exists(SsdDir())) GTEST_SKIP() << "no SSD model at " << SsdDir();
-  std::string source;
-  auto model = LoadFaceModel(OptionsFor(c.model, Precision::kFp32), &source);
-  ASSERT_TRUE(model.ok()) << model.status().ToString();
-  auto plan = model::LayerPlan::Create((*model)->network(), c.h, c.w);
+  auto loaded = model::LoadModel(ModelFor(c.model));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  auto plan = model::LayerPlan::Create(loaded->model->network(), c.h, c.w);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   const ParityInputs in = MakeParityInputs(c.h, c.w, 11);
-  const auto want = ReferenceOutputsOf(**model, *plan, in);
+  const auto want = ReferenceOutputsOf(*loaded->model, *plan, in);
   ASSERT_EQ(want.size(), 2u);
   for (const Bound& b : Bounds(ssd)) {
     SCOPED_TRACE(PrecisionName(b.precision));
-    auto engine = CreateEngine(OptionsFor(c.model, b.precision));
+    auto engine = Create(c.model, OptionsFor(b.precision));
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
     auto out = (*engine)->Forward(BatchOf(in, c.h, c.w));
     ASSERT_TRUE(out.ok()) << out.status().ToString();
@@ -137,14 +148,14 @@ TEST(CudaEngineGpuLargeTest, ReducedPrecisionsAgainstFp32At640) {
   const ParityInputs in = MakeParityInputs(640, 640, 5);
   for (const char* variant : {"r101", "e", "r50"}) {
     SCOPED_TRACE(variant);
-    auto fp32 = CreateEngine(OptionsFor(variant, Precision::kFp32));
+    auto fp32 = Create(variant, OptionsFor(Precision::kFp32));
     ASSERT_TRUE(fp32.ok()) << fp32.status().ToString();
     auto base = (*fp32)->Forward(BatchOf(in, 640, 640));
     ASSERT_TRUE(base.ok()) << base.status().ToString();
     const auto want = AsReference(*base);
     for (const Bound& b : Bounds(false)) {
       if (b.precision == Precision::kFp32) continue;
-      auto engine = CreateEngine(OptionsFor(variant, b.precision));
+      auto engine = Create(variant, OptionsFor(b.precision));
       ASSERT_TRUE(engine.ok()) << engine.status().ToString();
       auto out = (*engine)->Forward(BatchOf(in, 640, 640));
       ASSERT_TRUE(out.ok()) << out.status().ToString();
@@ -168,7 +179,7 @@ TEST(CudaEngineGpuBehaviourTest, GraphsInstancesAndPaddedRows) {
     SCOPED_TRACE(PrecisionName(p));
     const ParityInputs in = MakeParityInputs(160, 224, 3);
     const CanvasBatch batch = BatchOf(in, 160, 224);
-    auto engine = CreateEngine(OptionsFor("r50", p));
+    auto engine = Create("r50", OptionsFor(p));
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
     auto eager = (*engine)->Forward(batch);  // first pass: eager, then captured
     auto replay = (*engine)->Forward(batch);
@@ -177,9 +188,9 @@ TEST(CudaEngineGpuBehaviourTest, GraphsInstancesAndPaddedRows) {
     EXPECT_TRUE(SameBytes(*eager, *replay));
     EXPECT_TRUE(SameBytes(*replay, *again));
 
-    EngineOptions no_graphs = OptionsFor("r50", p);
+    EngineOptions no_graphs = OptionsFor(p);
     no_graphs.cuda.max_graphs = 0;
-    auto plain = CreateEngine(no_graphs);
+    auto plain = Create("r50", no_graphs);
     ASSERT_TRUE(plain.ok());
     auto plain_out = (*plain)->Forward(batch);
     ASSERT_TRUE(plain_out.ok());
@@ -213,7 +224,7 @@ TEST(CudaEngineGpuBehaviourTest, GraphsInstancesAndPaddedRows) {
 
 TEST(CudaEngineGpuBehaviourTest, BadBatchesAreRefused) {
   REQUIRE_DEVICE();
-  auto engine = CreateEngine(OptionsFor("r50", Precision::kFp16));
+  auto engine = Create("r50", OptionsFor(Precision::kFp16));
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   CanvasBatch empty;
   EXPECT_EQ((*engine)->Forward(empty).status().code(), StatusCode::kInvalidArgument);
