@@ -71,8 +71,6 @@ void AddServingFlags(CLI::App& app, ServingOptions& options,
 // One flag of the table (a command that takes --max-pixels but not the whole pipeline group).
 CLI::Option* AddOptionFlag(CLI::App& app, DetectorOptions& options, std::string_view flag);
 
-// The engine's options from the flags; InvalidArgument naming the flag and the allowed values.
-StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& flags);
 // The model and weights the flags name and the engine's options (api::ToEngineSetup), errors
 // naming the flag.
 StatusOr<api::EngineSetup> ToEngineSetup(const DetectorOptions& flags);

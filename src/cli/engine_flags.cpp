@@ -37,10 +37,6 @@ StatusOr<std::vector<engine::Precision>> ParsePrecisions(const std::vector<std::
   return out;
 }
 
-StatusOr<engine::EngineOptions> ToEngineOptions(const DetectorOptions& flags) {
-  return api::ToEngineOptions(flags, opt::OptionNames::Flags());
-}
-
 StatusOr<api::EngineSetup> ToEngineSetup(const DetectorOptions& flags) {
   return api::ToEngineSetup(flags, opt::OptionNames::Flags());
 }
