@@ -46,6 +46,80 @@ Status Validate(const ShapeBuckets& buckets, const BufferPlanOptions& o,
   return Status::Ok();
 }
 
+// The median of options.timed_passes forward passes of `batch` after the warm-up passes, in ms;
+// a failed pass is the error, naming the bucket and batch size.
+StatusOr<double> MedianForwardMs(engine::Engine& engine, const engine::CanvasBatch& batch,
+                                 const BufferPlanOptions& options, TimeSource* time) {
+  std::vector<double> timed_ms;
+  for (int pass = 0; pass < options.warmup_passes + options.timed_passes; ++pass) {
+    const TimePoint t0 = time->Now();
+    StatusOr<engine::BatchOutputs> out = engine.Forward(batch);
+    if (!out.ok()) {
+      return Status(out.status().code(), "buffer plan: bucket " + std::to_string(batch.width) +
+                                             "x" + std::to_string(batch.height) + ", batch " +
+                                             std::to_string(batch.canvases.size()) + ": " +
+                                             out.status().message());
+    }
+    if (pass >= options.warmup_passes) {
+      timed_ms.push_back(std::chrono::duration<double, std::milli>(time->Now() - t0).count());
+    }
+  }
+  std::sort(timed_ms.begin(), timed_ms.end());
+  const size_t mid = timed_ms.size() / 2;
+  return timed_ms.size() % 2 == 1 ? timed_ms[mid] : (timed_ms[mid - 1] + timed_ms[mid]) / 2;
+}
+
+// One bucket measured: its rows, the largest batch size that fits, and the most bytes per image
+// and canvas pixel over its rows that ran.
+struct BucketRun {
+  std::vector<BufferPlanRow> rows;
+  int best = 0;
+  double bytes_per_px = 0;
+};
+
+// Each candidate batch size run on one zero canvas repeated (the engine copies it into its
+// staging buffer per row): median latency and peak memory, until a batch does not fit `budget`,
+// or is predicted not to from the bytes per image so far (that row is not run).
+StatusOr<BucketRun> MeasureBucket(engine::Engine& engine, int bucket, const CanvasShape& shape,
+                                  const BufferPlanOptions& options, int64_t budget,
+                                  TimeSource* time) {
+  const int64_t pixels = int64_t{shape.width} * shape.height;
+  const std::vector<uint8_t> zeros(static_cast<size_t>(pixels) * 3, 0);
+  BucketRun run;
+  double bytes_per_image = 0;
+  for (int n : options.batch_sizes) {
+    BufferPlanRow row;
+    row.bucket = bucket;
+    row.shape = shape;
+    row.batch_size = n;
+    if (bytes_per_image > 0 && bytes_per_image * n > static_cast<double>(budget)) {
+      row.peak_bytes = static_cast<int64_t>(bytes_per_image * n);  // predicted, not run
+      run.rows.push_back(row);
+      break;
+    }
+    engine::CanvasBatch batch;
+    batch.width = shape.width;
+    batch.height = shape.height;
+    batch.canvases.assign(n, zeros.data());
+    const int64_t before = engine.Memory().in_use_bytes;
+    engine.ResetPeakMemory();
+    MOGSERVE_ASSIGN_OR_RETURN(row.latency_ms, MedianForwardMs(engine, batch, options, time));
+    row.measured = true;
+    row.peak_bytes = std::max<int64_t>(0, engine.Memory().peak_in_use_bytes - before);
+    row.fits = row.peak_bytes <= budget;
+    run.rows.push_back(row);
+    if (!row.fits) break;
+    run.best = n;
+    bytes_per_image = static_cast<double>(row.peak_bytes) / n;
+    run.bytes_per_px = std::max(run.bytes_per_px, bytes_per_image / pixels);
+  }
+  return run;
+}
+
+double PixelsOf(const CanvasShape& shape) {
+  return double{1} * shape.width * shape.height;
+}
+
 }  // namespace
 
 StatusOr<BufferPlan> BufferPlan::Measure(engine::Engine& engine, const ShapeBuckets& buckets,
@@ -75,86 +149,45 @@ StatusOr<BufferPlan> BufferPlan::Measure(engine::Engine& engine, const ShapeBuck
 
   double worst_bytes_per_px = 0;  // per image and canvas pixel, over the measured rows
   for (int b : measure) {
-    const CanvasShape shape = buckets.shape(b);
-    const int64_t pixels = int64_t{shape.width} * shape.height;
-    // One zero canvas, repeated: the engine copies it into its staging buffer for each row.
-    const std::vector<uint8_t> zeros(static_cast<size_t>(pixels) * 3, 0);
-    int best = 0;
-    double bytes_per_image = 0;
-    for (int n : options.batch_sizes) {
-      BufferPlanRow row;
-      row.bucket = b;
-      row.shape = shape;
-      row.batch_size = n;
-      if (bytes_per_image > 0 && bytes_per_image * n > static_cast<double>(budget)) {
-        row.peak_bytes = static_cast<int64_t>(bytes_per_image * n);  // predicted, not run
-        plan.rows_.push_back(row);
-        break;
-      }
-      engine::CanvasBatch batch;
-      batch.width = shape.width;
-      batch.height = shape.height;
-      batch.canvases.assign(n, zeros.data());
-      const int64_t before = engine.Memory().in_use_bytes;
-      engine.ResetPeakMemory();
-      std::vector<double> timed_ms;
-      for (int pass = 0; pass < options.warmup_passes + options.timed_passes; ++pass) {
-        const TimePoint t0 = time->Now();
-        StatusOr<engine::BatchOutputs> out = engine.Forward(batch);
-        if (!out.ok()) {
-          return Status(out.status().code(), "buffer plan: bucket " + std::to_string(shape.width) +
-                                                 "x" + std::to_string(shape.height) + ", batch " +
-                                                 std::to_string(n) + ": " + out.status().message());
-        }
-        if (pass >= options.warmup_passes) {
-          timed_ms.push_back(std::chrono::duration<double, std::milli>(time->Now() - t0).count());
-        }
-      }
-      row.measured = true;
-      std::sort(timed_ms.begin(), timed_ms.end());
-      const size_t mid = timed_ms.size() / 2;
-      row.latency_ms =
-          timed_ms.size() % 2 == 1 ? timed_ms[mid] : (timed_ms[mid - 1] + timed_ms[mid]) / 2;
-      row.peak_bytes = std::max<int64_t>(0, engine.Memory().peak_in_use_bytes - before);
-      row.fits = row.peak_bytes <= budget;
-      plan.rows_.push_back(row);
-      if (!row.fits) break;
-      best = n;
-      bytes_per_image = static_cast<double>(row.peak_bytes) / n;
-      worst_bytes_per_px = std::max(worst_bytes_per_px, bytes_per_image / pixels);
-    }
-    plan.max_batch_[b] = std::max(1, best);
+    MOGSERVE_ASSIGN_OR_RETURN(BucketRun run,
+                              MeasureBucket(engine, b, buckets.shape(b), options, budget, time));
+    plan.rows_.insert(plan.rows_.end(), run.rows.begin(), run.rows.end());
+    worst_bytes_per_px = std::max(worst_bytes_per_px, run.bytes_per_px);
+    plan.max_batch_[b] = std::max(1, run.best);
     plan.knee_batch_[b] = plan.KneeOf(b);
     ++plan.measured_buckets_;
   }
-  // Unmeasured buckets: extrapolated by pixels from the worst measured bytes per pixel.
+  plan.Extrapolate(buckets, measure, worst_bytes_per_px, budget);
+  return plan;
+}
+
+void BufferPlan::Extrapolate(const ShapeBuckets& buckets, const std::vector<int>& measured,
+                             double worst_bytes_per_px, int64_t budget) {
+  // Unmeasured buckets' caps: by pixels from the worst measured bytes per pixel.
   for (int b = 0; b < buckets.size(); ++b) {
-    if (plan.max_batch_[b] > 0) continue;
-    const CanvasShape shape = buckets.shape(b);
-    const double per_image = worst_bytes_per_px * shape.width * shape.height;
-    int best = options.batch_sizes.front();
-    for (int n : options.batch_sizes) {
+    if (max_batch_[b] > 0) continue;
+    const double per_image = worst_bytes_per_px * PixelsOf(buckets.shape(b));
+    int best = candidates_.front();
+    for (int n : candidates_) {
       if (per_image * n <= static_cast<double>(budget)) best = n;
     }
-    plan.max_batch_[b] = std::max(1, best);
+    max_batch_[b] = std::max(1, best);
   }
-  // Unmeasured buckets: the knee of the measured bucket nearest in pixels.
+  // Unmeasured buckets' knees: the knee of the measured bucket nearest in pixels.
   for (int b = 0; b < buckets.size(); ++b) {
-    if (plan.knee_batch_[b] > 0) continue;
-    const double pixels = double{1} * buckets.shape(b).width * buckets.shape(b).height;
-    int knee = plan.max_batch_[b];
+    if (knee_batch_[b] > 0) continue;
+    int knee = max_batch_[b];
     double nearest = -1;
-    for (int m : measure) {
-      const double distance = std::abs(
-          std::log(pixels / (double{1} * buckets.shape(m).width * buckets.shape(m).height)));
+    for (int m : measured) {
+      const double distance =
+          std::abs(std::log(PixelsOf(buckets.shape(b)) / PixelsOf(buckets.shape(m))));
       if (nearest < 0 || distance < nearest) {
         nearest = distance;
-        knee = plan.knee_batch_[m];
+        knee = knee_batch_[m];
       }
     }
-    plan.knee_batch_[b] = std::clamp(knee, 1, plan.max_batch_[b]);
+    knee_batch_[b] = std::clamp(knee, 1, max_batch_[b]);
   }
-  return plan;
 }
 
 int BufferPlan::KneeOf(int bucket) const {

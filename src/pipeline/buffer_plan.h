@@ -87,6 +87,10 @@ class BufferPlan {
 
  private:
   int KneeOf(int bucket) const;  // from the measured rows of `bucket`
+  // The caps and knees of the buckets not in `measured`: caps by pixels from the worst measured
+  // bytes per pixel within `budget`, knees from the measured bucket nearest in pixels.
+  void Extrapolate(const ShapeBuckets& buckets, const std::vector<int>& measured,
+                   double worst_bytes_per_px, int64_t budget);
 
   std::vector<BufferPlanRow> rows_;
   std::vector<int> max_batch_;   // per bucket, from memory

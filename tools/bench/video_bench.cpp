@@ -146,34 +146,19 @@ std::string SleepWatching(Steady::time_point t,
   return "";
 }
 
-}  // namespace
-
-StatusOr<VideoPoint> RunVideoPoint(pipeline::Pipeline& pipeline,
-                                   const video::IngestOptions& defaults,
-                                   const VideoBenchOptions& options, const std::string& scheduler,
-                                   int streams, double detect_fps) {
-  VideoPoint point;
-  point.scheduler = scheduler;
-  point.detect_fps = detect_fps;
-  point.streams = streams;
+// The point's cameras and streams: one ClipPublisher per stream on a free local port, phased
+// over one 25 fps frame, and the registry's stream reading it. TCP: the publishers listen first,
+// then the streams connect. UDP: the streams bind first.
+Status StartCamerasAndStreams(const VideoBenchOptions& options, int streams, double detect_fps,
+                              video::StreamRegistry& registry,
+                              std::vector<std::unique_ptr<video::ClipPublisher>>* publishers) {
   const bool tcp = options.transport == "tcp";
-  const int socket_type = tcp ? SOCK_STREAM : SOCK_DGRAM;
-  const auto frame_interval = std::chrono::microseconds(40'000);  // spread over one 25 fps frame
-
-  // Declared in this order so that the streams stop (the registry) before their cameras do: a
-  // camera going away first would read as a lost source and start a reconnect.
-  std::vector<std::unique_ptr<video::ClipPublisher>> publishers;
-  WindowResults results(streams, options.deadline_ms);
-  video::StreamRegistry registry(pipeline, defaults, streams);
-  registry.SetFrameListener([&results](const video::FrameResult& r) {
-    results.Add(std::stoi(r.stream.substr(4)), r.seq, r.latency_ms);
-  });
+  const auto frame_interval = std::chrono::microseconds(40'000);
   std::vector<std::string> urls;
   for (int i = 0; i < streams; ++i) {
-    MOGSERVE_ASSIGN_OR_RETURN(const int port, FreePort(socket_type));
+    MOGSERVE_ASSIGN_OR_RETURN(const int port, FreePort(tcp ? SOCK_STREAM : SOCK_DGRAM));
     urls.push_back(std::string(tcp ? "tcp" : "udp") + "://127.0.0.1:" + std::to_string(port));
   }
-  // TCP: the publishers listen first, then the streams connect. UDP: the streams bind first.
   auto start_publishers = [&]() -> Status {
     for (int i = 0; i < streams; ++i) {
       video::PublisherOptions p;
@@ -182,7 +167,7 @@ StatusOr<VideoPoint> RunVideoPoint(pipeline::Pipeline& pipeline,
       p.listen = tcp;
       p.phase = frame_interval * i / streams;
       MOGSERVE_ASSIGN_OR_RETURN(auto publisher, video::ClipPublisher::Start(std::move(p)));
-      publishers.push_back(std::move(publisher));
+      publishers->push_back(std::move(publisher));
     }
     return Status::Ok();
   };
@@ -195,23 +180,119 @@ StatusOr<VideoPoint> RunVideoPoint(pipeline::Pipeline& pipeline,
   if (tcp) {
     MOGSERVE_RETURN_IF_ERROR(start_publishers());
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // their sockets listening
-    MOGSERVE_RETURN_IF_ERROR(add_streams());
-  } else {
-    MOGSERVE_RETURN_IF_ERROR(add_streams());
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // their sockets bound
-    MOGSERVE_RETURN_IF_ERROR(start_publishers());
+    return add_streams();
   }
+  MOGSERVE_RETURN_IF_ERROR(add_streams());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // their sockets bound
+  return start_publishers();
+}
 
-  // The point starts once every stream has decoded its first frame (connecting and probing a
-  // live source takes about a second), or after the open timeout.
-  const Steady::time_point opened_by = Steady::now() + defaults.source.timeouts.open;
-  while (Steady::now() < opened_by) {
+// Until every stream has decoded its first frame (connecting and probing a live source takes
+// about a second), or `deadline`.
+void WaitForFirstFrames(const video::StreamRegistry& registry, int streams,
+                        Steady::time_point deadline) {
+  while (Steady::now() < deadline) {
     const auto counters = CountersById(registry);
     const bool all = std::all_of(counters.begin(), counters.end(),
                                  [](const auto& c) { return c.second.decoded > 0; });
-    if (all && static_cast<int>(counters.size()) == streams) break;
+    if (all && static_cast<int>(counters.size()) == streams) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+// Stream i's frames in the window, from its counters at the window's start (a), end (b) and
+// after the drain (c), `sent` frames from its camera and its results: added to `point`, and
+// counted real-time when it kept up - else, the point's first failure says why not.
+void AddStream(int i, const video::IngestCounters& a, const video::IngestCounters& b,
+               const video::IngestCounters& c, const WindowResults::PerStream& r, int64_t sent,
+               const VideoBenchOptions& options, VideoPoint* point) {
+  // Frames dropped undecoded to catch up pass the decoder stage but were not decoded.
+  const int64_t dropped = b.dropped_catchup - a.dropped_catchup;
+  const int64_t decoded = b.decoded - a.decoded - dropped;
+  const int64_t submitted = b.submitted - a.submitted;
+  const int64_t not_detected = std::max<int64_t>(0, submitted - r.in_time - r.late);
+  // Expired or failed frames cannot be told apart by window afterwards: any in the window or
+  // the drain counts against the stream (conservative).
+  const int64_t lost = (c.expired + c.failed) - (a.expired + a.failed);
+  const int64_t expired = std::min(not_detected, lost);
+  point->sent += sent;
+  point->decoded += decoded;
+  point->dropped_catchup += dropped;
+  point->sampled_out += b.sampled_out - a.sampled_out;
+  point->submitted += submitted;
+  point->in_time += r.in_time;
+  point->late += r.late;
+  point->expired += expired;
+  point->superseded += not_detected - expired;
+  const bool decoded_enough =
+      static_cast<double>(decoded) >= options.required_decoded * static_cast<double>(sent);
+  const bool in_time_enough =
+      static_cast<double>(r.in_time) >= options.required_in_time * static_cast<double>(submitted);
+  if (decoded_enough && in_time_enough && r.late == 0 && lost == 0 && submitted > 0) {
+    ++point->realtime_streams;
+  } else if (point->failure.empty()) {
+    char why[240];
+    std::snprintf(why, sizeof(why),
+                  "%s: decoded %lld/%lld sent (%lld dropped to catch up), in time %lld/%lld "
+                  "submitted, late %lld, expired or failed %lld",
+                  StreamId(i).c_str(), static_cast<long long>(decoded),
+                  static_cast<long long>(sent), static_cast<long long>(dropped),
+                  static_cast<long long>(r.in_time), static_cast<long long>(submitted),
+                  static_cast<long long>(r.late), static_cast<long long>(lost));
+    point->failure = why;
+  }
+}
+
+// What the point counts at one edge of its window.
+struct WindowEdge {
+  std::vector<int64_t> sent;  // frames each camera has sent
+  std::map<std::string, video::IngestCounters> counters;
+  pipeline::PipelineStats stats;
+  double reader_cpu = 0;   // CPU seconds of the stream readers (decoders)
+  double process_cpu = 0;  // CPU seconds of the whole process
+  Steady::time_point at;
+};
+
+WindowEdge EdgeOf(const std::vector<std::unique_ptr<video::ClipPublisher>>& publishers,
+                  const video::StreamRegistry& registry, const pipeline::Pipeline& pipeline) {
+  WindowEdge e;
+  for (const auto& p : publishers) e.sent.push_back(p->frames_sent());
+  e.counters = CountersById(registry);
+  e.stats = pipeline.Stats();
+  e.reader_cpu = ThreadsCpuSeconds("in-cam-");
+  e.process_cpu = CpuSeconds();
+  e.at = Steady::now();
+  return e;
+}
+
+// The submissions stream i had made at `edge` (0 before its first).
+int64_t SubmittedAt(const WindowEdge& edge, int i) {
+  const auto it = edge.counters.find(StreamId(i));
+  return it == edge.counters.end() ? 0 : it->second.submitted;
+}
+
+}  // namespace
+
+StatusOr<VideoPoint> RunVideoPoint(pipeline::Pipeline& pipeline,
+                                   const video::IngestOptions& defaults,
+                                   const VideoBenchOptions& options, const std::string& scheduler,
+                                   int streams, double detect_fps) {
+  VideoPoint point;
+  point.scheduler = scheduler;
+  point.detect_fps = detect_fps;
+  point.streams = streams;
+  // Declared in this order so that the streams stop (the registry) before their cameras do: a
+  // camera going away first would read as a lost source and start a reconnect.
+  std::vector<std::unique_ptr<video::ClipPublisher>> publishers;
+  WindowResults results(streams, options.deadline_ms);
+  video::StreamRegistry registry(pipeline, defaults, streams);
+  registry.SetFrameListener([&results](const video::FrameResult& r) {
+    results.Add(std::stoi(r.stream.substr(4)), r.seq, r.latency_ms);
+  });
+  MOGSERVE_RETURN_IF_ERROR(
+      StartCamerasAndStreams(options, streams, detect_fps, registry, &publishers));
+  // The point starts once every stream has decoded its first frame, or after the open timeout.
+  WaitForFirstFrames(registry, streams, Steady::now() + defaults.source.timeouts.open);
   const Steady::time_point start = Steady::now();
   const auto span =
       std::chrono::duration_cast<Steady::duration>(std::chrono::duration<double>(options.seconds));
@@ -220,92 +301,33 @@ StatusOr<VideoPoint> RunVideoPoint(pipeline::Pipeline& pipeline,
   if (std::string e = SleepWatching(warm, publishers); !e.empty()) return Internal(e);
 
   // The window opens: every stream's next submission is its first counted frame.
-  std::vector<int64_t> sent0(streams);
-  for (int i = 0; i < streams; ++i) sent0[i] = publishers[i]->frames_sent();
-  const auto counters0 = CountersById(registry);
-  for (int i = 0; i < streams; ++i) {
-    const auto it = counters0.find(StreamId(i));
-    results.SetWindow(i, it == counters0.end() ? 0 : it->second.submitted, INT64_MAX);
-  }
-  const pipeline::PipelineStats stats0 = pipeline.Stats();
-  const double reader_cpu0 = ThreadsCpuSeconds("in-cam-");
-  const double process_cpu0 = CpuSeconds();
-  const Steady::time_point t0 = Steady::now();
-
+  const WindowEdge open = EdgeOf(publishers, registry, pipeline);
+  for (int i = 0; i < streams; ++i) results.SetWindow(i, SubmittedAt(open, i), INT64_MAX);
   if (std::string e = SleepWatching(start + span, publishers); !e.empty()) return Internal(e);
-
-  const auto counters1 = CountersById(registry);
-  std::vector<int64_t> sent1(streams);
+  const WindowEdge close = EdgeOf(publishers, registry, pipeline);
   for (int i = 0; i < streams; ++i) {
-    sent1[i] = publishers[i]->frames_sent();
-    const auto it = counters1.find(StreamId(i));
-    results.SetWindow(i, results.Of(i).first, it == counters1.end() ? 0 : it->second.submitted);
+    results.SetWindow(i, results.Of(i).first, SubmittedAt(close, i));
   }
-  const pipeline::PipelineStats stats1 = pipeline.Stats();
-  const double reader_cpu1 = ThreadsCpuSeconds("in-cam-");
-  const double process_cpu1 = CpuSeconds();
-  const Steady::time_point t1 = Steady::now();
-  point.window_s = std::chrono::duration<double>(t1 - t0).count();
+  point.window_s = std::chrono::duration<double>(close.at - open.at).count();
 
   // The window's last frames end within their timeout (superseded, detected or expired).
   std::this_thread::sleep_for(defaults.frame_timeout + std::chrono::milliseconds(500));
-  const auto counters2 = CountersById(registry);
+  const auto drained = CountersById(registry);
 
-  int64_t detected = 0;
   for (int i = 0; i < streams; ++i) {
     const video::IngestCounters& a =
-        counters0.count(StreamId(i)) ? counters0.at(StreamId(i)) : video::IngestCounters{};
-    const video::IngestCounters& b = counters1.at(StreamId(i));
-    const video::IngestCounters& c = counters2.at(StreamId(i));
-    const WindowResults::PerStream r = results.Of(i);
-    const int64_t sent = sent1[i] - sent0[i];
-    // Frames dropped undecoded to catch up pass the decoder stage but were not decoded.
-    const int64_t dropped = b.dropped_catchup - a.dropped_catchup;
-    const int64_t decoded = b.decoded - a.decoded - dropped;
-    const int64_t submitted = b.submitted - a.submitted;
-    const int64_t not_detected = std::max<int64_t>(0, submitted - r.in_time - r.late);
-    // Expired or failed frames cannot be told apart by window afterwards: any in the window or
-    // the drain counts against the stream (conservative).
-    const int64_t expired = std::min(not_detected, (c.expired + c.failed) - (a.expired + a.failed));
-    point.sent += sent;
-    point.decoded += decoded;
-    point.dropped_catchup += dropped;
-    point.sampled_out += b.sampled_out - a.sampled_out;
-    point.submitted += submitted;
-    point.in_time += r.in_time;
-    point.late += r.late;
-    point.expired += expired;
-    point.superseded += not_detected - expired;
-    detected += r.in_time + r.late;
-    const bool decoded_enough =
-        static_cast<double>(decoded) >= options.required_decoded * static_cast<double>(sent);
-    const bool in_time_enough =
-        static_cast<double>(r.in_time) >= options.required_in_time * static_cast<double>(submitted);
-    const bool none_lost = r.late == 0 && (c.expired + c.failed) == (a.expired + a.failed);
-    if (decoded_enough && in_time_enough && none_lost && submitted > 0) {
-      ++point.realtime_streams;
-    } else if (point.failure.empty()) {
-      char why[240];
-      std::snprintf(why, sizeof(why),
-                    "%s: decoded %lld/%lld sent (%lld dropped to catch up), in time %lld/%lld "
-                    "submitted, late %lld, "
-                    "expired or failed %lld",
-                    StreamId(i).c_str(), static_cast<long long>(decoded),
-                    static_cast<long long>(sent), static_cast<long long>(dropped),
-                    static_cast<long long>(r.in_time), static_cast<long long>(submitted),
-                    static_cast<long long>(r.late),
-                    static_cast<long long>((c.expired + c.failed) - (a.expired + a.failed)));
-      point.failure = why;
-    }
+        open.counters.count(StreamId(i)) ? open.counters.at(StreamId(i)) : video::IngestCounters{};
+    AddStream(i, a, close.counters.at(StreamId(i)), drained.at(StreamId(i)), results.Of(i),
+              close.sent[i] - open.sent[i], options, &point);
   }
   point.all_realtime = point.realtime_streams == streams;
   point.latency = Summarize(results.latencies());
-  point.detected_per_s = static_cast<double>(detected) / point.window_s;
-  FillPipelineFigures(stats0, stats1, point.window_s, &point);
-  const int64_t decoded_frames = std::max<int64_t>(1, point.decoded);
-  point.decode_cpu_ms_per_frame = (reader_cpu1 - reader_cpu0) * 1e3 / decoded_frames;
-  point.decode_cores = (reader_cpu1 - reader_cpu0) / point.window_s;
-  point.process_cores = (process_cpu1 - process_cpu0) / point.window_s;
+  point.detected_per_s = static_cast<double>(point.in_time + point.late) / point.window_s;
+  FillPipelineFigures(open.stats, close.stats, point.window_s, &point);
+  const double reader_cpu = close.reader_cpu - open.reader_cpu;
+  point.decode_cpu_ms_per_frame = reader_cpu * 1e3 / std::max<int64_t>(1, point.decoded);
+  point.decode_cores = reader_cpu / point.window_s;
+  point.process_cores = (close.process_cpu - open.process_cpu) / point.window_s;
   registry.SetFrameListener(nullptr);
   return point;  // the registry stops the streams, then the publishers stop
 }
