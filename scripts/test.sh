@@ -11,7 +11,9 @@
 #      connections, strands and asynchronous answers over loopback, the video streams' reader
 #      threads and their interrupts);
 #   4. a libFuzzer run (clang, ASan + UBSan) over request parsing and image decoding, seeded
-#      with real and broken images, for MOGSERVE_FUZZ_SECONDS (default 60);
+#      with real and broken images, for MOGSERVE_FUZZ_SECONDS (default 60); then one over the
+#      ONNX model reader and shape inference, seeded with the BlazeFace files, for
+#      MOGSERVE_ONNX_FUZZ_SECONDS (default 30);
 #   5. the build without LibTorch and without CUDA (-DMOGSERVE_WITH_TORCH=OFF
 #      -DMOGSERVE_WITH_CUDA=OFF): mogserve (whose detect must say it has no CPU engine) and the
 #      torch-free tests, the golden-file parity tests excepted (the first step runs them);
@@ -69,7 +71,8 @@ SKIPS+=("$("$ROOT/scripts/ctest_skips.sh" "$TSAN_DIR" "TSan")")
 FUZZ_DIR="$ROOT/build-fuzz"
 CXX=clang++ cmake -S "$ROOT" -B "$FUZZ_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMOGSERVE_FUZZ=ON -DMOGSERVE_SANITIZE=address,undefined >/dev/null
-cmake --build "$FUZZ_DIR" -j "${MOGSERVE_JOBS:-2}" --target detect_request_fuzzer make_seed_corpus
+cmake --build "$FUZZ_DIR" -j "${MOGSERVE_JOBS:-2}" --target detect_request_fuzzer make_seed_corpus \
+  onnx_model_fuzzer
 rm -rf "$FUZZ_DIR/corpus" "$FUZZ_DIR/fuzz-work" && mkdir -p "$FUZZ_DIR/fuzz-work"
 "$FUZZ_DIR/tests/fuzz/make_seed_corpus" "$ROOT/tests/data/photos" "$FUZZ_DIR/corpus"
 # A crash leaves its input as crash-* in build-fuzz/ and fails the run.
@@ -81,6 +84,17 @@ if ! (cd "$FUZZ_DIR" && ./tests/fuzz/detect_request_fuzzer fuzz-work corpus \
   exit 1
 fi
 tail -n 6 "$FUZZ_DIR/fuzz.log"
+# The ONNX model reader and shape inference, seeded with the BlazeFace files (scripts/setup.sh).
+rm -rf "$FUZZ_DIR/onnx-corpus" "$FUZZ_DIR/onnx-work" && mkdir -p "$FUZZ_DIR/onnx-corpus" "$FUZZ_DIR/onnx-work"
+cp "$ROOT"/models/blazeface/*.onnx "$FUZZ_DIR/onnx-corpus/"
+if ! (cd "$FUZZ_DIR" && ./tests/fuzz/onnx_model_fuzzer onnx-work onnx-corpus \
+      -max_total_time="${MOGSERVE_ONNX_FUZZ_SECONDS:-30}" -max_len=700000 -timeout=10 \
+      -rss_limit_mb=2048 -print_final_stats=1 >onnx-fuzz.log 2>&1); then
+  tail -n 80 "$FUZZ_DIR/onnx-fuzz.log"
+  echo "test: FAILED: the ONNX fuzz target found a crash (log: $FUZZ_DIR/onnx-fuzz.log)" >&2
+  exit 1
+fi
+tail -n 6 "$FUZZ_DIR/onnx-fuzz.log"
 
 NOTORCH_DIR="$ROOT/build-notorch"
 cmake -S "$ROOT" -B "$NOTORCH_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \

@@ -31,6 +31,8 @@ CommandRunner RegisterServeCommand(CLI::App& app);
 CommandRunner RegisterEvalCommand(CLI::App& app);
 CommandRunner RegisterProbeCommand(CLI::App& app);
 CommandRunner RegisterCalibrateCommand(CLI::App& app);
+// `model inspect FILE.onnx`: an ONNX detector's input, outputs, family, operators and MACs.
+CommandRunner RegisterModelCommand(CLI::App& app);
 // `options`: the option table as Markdown (docs/CLI.md and docs/API.md hold its output).
 CommandRunner RegisterOptionsCommand(CLI::App& app);
 // `bench serve`, added to the `bench` command by RegisterBenchCommand.

@@ -42,6 +42,10 @@ int main(int argc, char** argv) {
        "INT8 calibration: per-tensor activation scales of a model over photos (JSON, for "
        "--precision int8 --calibration FILE)",
        cli::RegisterCalibrateCommand},
+      {"model",
+       "ONNX detectors: `model inspect FILE.onnx` (input, outputs, family, operators, MACs, "
+       "whether mogserve reads it)",
+       cli::RegisterModelCommand},
       {"probe", "HTTP health check: GET a URL, exit 0 only for 200 (for containers without curl)",
        cli::RegisterProbeCommand},
       {"options",
