@@ -13,8 +13,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mogserve::model::onnx;
+  using mogserve::StatusOr;
   StatusOr<Graph> graph =
-      ParseModel(std::string(reinterpret_cast<const char*>(data), size), "fuzz.onnx", "/nonexistent");
+      ParseModel(std::string(reinterpret_cast<const char*>(data), size), "fuzz.onnx", "/none");
   if (!graph.ok()) return 0;
   auto shared = std::make_shared<const Graph>(std::move(*graph));
   StatusOr<ImageInput> input = FindImageInput(*shared);

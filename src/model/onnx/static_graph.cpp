@@ -18,9 +18,23 @@ using Shape = std::vector<int64_t>;
 // plan); it bounds what a malformed shape sub-graph can make the loader allocate.
 constexpr int64_t kMaxFoldedElements = int64_t{1} << 26;
 
+// Every value's shape must stay within these (a corrupt or hostile file can declare anything):
+// the shape arithmetic below then cannot overflow.
+constexpr int64_t kMaxValueElements = int64_t{1} << 34;
+constexpr size_t kMaxRank = 16;
+// Strides, dilations, pads and output paddings of an operator.
+constexpr int64_t kMaxWindowAttribute = int64_t{1} << 24;
+
+// a·b, saturated at INT64_MAX (inputs >= 0).
+int64_t MulSat(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
+}
+
+// The element count, saturated at INT64_MAX.
 int64_t Elements(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s) n = MulSat(n, std::max<int64_t>(d, 0));
   return n;
 }
 
@@ -315,7 +329,7 @@ StatusOr<Result> Reshape(const NodeContext& c) {
       continue;
     }
     if (dims[i] < 0) return c.Bad("shape has dim " + std::to_string(dims[i]));
-    known *= dims[i];
+    known = MulSat(known, dims[i]);
   }
   if (infer >= 0) {
     if (known == 0 || Elements(in) % known != 0) {
@@ -368,6 +382,7 @@ StatusOr<Result> Squeeze(const NodeContext& c) {
 StatusOr<Result> Unsqueeze(const NodeContext& c) {
   MOGSERVE_RETURN_IF_ERROR(c.NeedInputs(1));
   MOGSERVE_ASSIGN_OR_RETURN(std::vector<int64_t> axes, AxesOf(c));
+  if (axes.size() > kMaxRank) return c.Bad(std::to_string(axes.size()) + " axes");
   const size_t rank = c.shape(0).size() + axes.size();
   std::vector<bool> inserted(rank, false);
   for (int64_t a : axes) {
@@ -397,7 +412,9 @@ StatusOr<Result> Transpose(const NodeContext& c) {
   Shape out;
   for (int64_t p : perm) out.push_back(in[p]);
   const Tensor* x = c.constant(0);
-  if (x == nullptr) return Result{{Runtime(c.in(0).kind, out)}};
+  if (x == nullptr || Elements(out) > kMaxFoldedElements) {
+    return Result{{Runtime(c.in(0).kind, out)}};
+  }
   const Shape in_st = Strides(in), out_st = Strides(out);
   return Result{{Known(Take(*x, out, [&](int64_t i) {
     int64_t src = 0;
@@ -457,8 +474,12 @@ StatusOr<Result> Split(const NodeContext& c) {
                                             " does not split evenly");
     sizes.assign(parts, in[axis] / parts);
   }
-  if (static_cast<int64_t>(sizes.size()) != parts ||
-      std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != in[axis]) {
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    if (size < 0 || size > in[axis]) return c.Bad("split sizes " + ShapeString(sizes));
+    total += size;
+  }
+  if (static_cast<int64_t>(sizes.size()) != parts || total != in[axis]) {
     return c.Bad("split sizes " + ShapeString(sizes) + " for axis " + std::to_string(in[axis]));
   }
   Result r;
@@ -513,11 +534,14 @@ StatusOr<Result> Slice(const NodeContext& c) {
     const int64_t hi = s > 0 ? clamp(ends[i], 0, dim) : clamp(ends[i], -1, dim - 1);
     begin[a] = lo;
     step[a] = s;
-    out[a] = s > 0 ? std::max<int64_t>(0, (hi - lo + s - 1) / s)
-                   : std::max<int64_t>(0, (lo - hi + (-s) - 1) / (-s));
+    // ceil((hi − lo) / s) elements, written so that no step (even ±INT64_MAX) overflows.
+    if (s > 0) out[a] = hi <= lo ? 0 : (hi - lo - 1) / s + 1;
+    else out[a] = lo <= hi ? 0 : (s == std::numeric_limits<int64_t>::min() ? 1 : (lo - hi - 1) / -s + 1);
   }
   const Tensor* x = c.constant(0);
-  if (x == nullptr) return Result{{Runtime(c.in(0).kind, out)}};
+  if (x == nullptr || Elements(out) > kMaxFoldedElements) {
+    return Result{{Runtime(c.in(0).kind, out)}};
+  }
   const Shape in_st = Strides(in), out_st = Strides(out);
   return Result{{Known(Take(*x, out, [&](int64_t i) {
     int64_t src = 0;
@@ -545,7 +569,9 @@ StatusOr<Result> Gather(const NodeContext& c) {
   out.insert(out.end(), index_shape.begin(), index_shape.end());
   out.insert(out.end(), in.begin() + axis + 1, in.end());
   const Tensor* x = c.constant(0);
-  if (x == nullptr) return Result{{Runtime(c.in(0).kind, out)}};
+  if (x == nullptr || Elements(out) > kMaxFoldedElements) {
+    return Result{{Runtime(c.in(0).kind, out)}};
+  }
   const int64_t inner = Elements(Shape(in.begin() + axis + 1, in.end()));
   const auto count = static_cast<int64_t>(indices.size());
   return Result{{Known(Take(*x, out, [&](int64_t i) {
@@ -617,8 +643,11 @@ StatusOr<Result> Range(const NodeContext& c) {
   if (s == nullptr || l == nullptr || d == nullptr) return Result{{Runtime(c.in(0).kind, {})}};
   const double start = At(*s, 0), limit = At(*l, 0), delta = At(*d, 0);
   if (delta == 0) return c.Bad("delta 0");
-  const auto n = static_cast<int64_t>(std::max(std::ceil((limit - start) / delta), 0.0));
-  if (n > kMaxFoldedElements) return c.Unhandled("a range of " + std::to_string(n));
+  const double count = std::max(std::ceil((limit - start) / delta), 0.0);
+  if (!(count <= static_cast<double>(kMaxFoldedElements))) {
+    return c.Unhandled("a range of " + std::to_string(count) + " values");
+  }
+  const auto n = static_cast<int64_t>(count);
   Tensor t = Empty(s->kind, {n});
   for (int64_t i = 0; i < n; ++i) Set(t, i, start + static_cast<double>(i) * delta);
   return Result{{Known(std::move(t))}};
@@ -648,8 +677,11 @@ StatusOr<Window> WindowOf(const NodeContext& c, int64_t kh, int64_t kw, int64_t 
     win.dh = dilations[0];
     win.dw = dilations[1];
   }
-  if (win.sh < 1 || win.sw < 1 || win.dh < 1 || win.dw < 1) {
-    return c.Bad("strides and dilations must be >= 1");
+  if (win.sh < 1 || win.sw < 1 || win.dh < 1 || win.dw < 1 || win.sh > kMaxWindowAttribute ||
+      win.sw > kMaxWindowAttribute || win.dh > kMaxWindowAttribute ||
+      win.dw > kMaxWindowAttribute) {
+    return c.Bad("strides and dilations must be in [1, " + std::to_string(kMaxWindowAttribute) +
+                 "]");
   }
   const std::string auto_pad = n.String("auto_pad", "NOTSET");
   if (auto_pad == "NOTSET") {
@@ -659,7 +691,9 @@ StatusOr<Window> WindowOf(const NodeContext& c, int64_t kh, int64_t kw, int64_t 
       win.pl = pads[1];
       win.pb = pads[2];
       win.pr = pads[3];
-      if (win.pt < 0 || win.pl < 0 || win.pb < 0 || win.pr < 0) return c.Bad("negative pads");
+      for (int64_t p : pads) {
+        if (p < 0 || p > kMaxWindowAttribute) return c.Bad("pads " + ShapeString(pads));
+      }
     }
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     auto same = [&](int64_t in, int64_t k, int64_t s, int64_t d, int64_t* lo, int64_t* hi) {
@@ -717,15 +751,19 @@ StatusOr<Result> Conv(const NodeContext& c) {
   if (!transpose) {
     out[2] = OutSize(x[2], win.pt, win.pb, win.kh, win.sh, win.dh, false);
     out[3] = OutSize(x[3], win.pl, win.pr, win.kw, win.sw, win.dw, false);
-    macs = Elements(out) * w[1] * w[2] * w[3];
+    macs = MulSat(Elements(out), Elements({w[1], w[2], w[3]}));
   } else {
     std::vector<int64_t> extra = c.node().Ints("output_padding");
     if (extra.empty()) extra = {0, 0};
+    if (extra.size() != 2 || extra[0] < 0 || extra[1] < 0 || extra[0] > kMaxWindowAttribute ||
+        extra[1] > kMaxWindowAttribute) {
+      return c.Bad("output_padding " + ShapeString(extra));
+    }
     const std::vector<int64_t> shape = c.node().Ints("output_shape");
     if (!shape.empty()) return c.Unhandled("the output_shape attribute (give pads instead)");
     out[2] = win.sh * (x[2] - 1) + extra[0] + (win.kh - 1) * win.dh + 1 - win.pt - win.pb;
     out[3] = win.sw * (x[3] - 1) + extra[1] + (win.kw - 1) * win.dw + 1 - win.pl - win.pr;
-    macs = Elements(x) * w[1] * w[2] * w[3];
+    macs = MulSat(Elements(x), Elements({w[1], w[2], w[3]}));
   }
   if (out[2] < 1 || out[3] < 1) {
     return c.Bad("the output of " + ShapeString(x) + " would be " + ShapeString(out) +
@@ -773,6 +811,11 @@ StatusOr<Result> Pad(const NodeContext& c) {
   if (mode != "constant" && mode != "reflect" && mode != "edge") {
     return c.Unhandled("mode '" + mode + "' (constant, reflect, edge)");
   }
+  for (int64_t p : pads) {
+    if (p < -kMaxWindowAttribute || p > kMaxWindowAttribute) {
+      return c.Bad("pads " + ShapeString(pads));
+    }
+  }
   Shape out = x;
   for (size_t i = 0; i < x.size(); ++i) {
     out[i] += pads[i] + pads[i + x.size()];
@@ -780,6 +823,15 @@ StatusOr<Result> Pad(const NodeContext& c) {
                                  ShapeString(x));
   }
   return Result{{Runtime(c.in(0).kind, out)}};
+}
+
+// floor(dim · scale), refused outside [0, kMaxValueElements].
+StatusOr<int64_t> ScaledDim(const NodeContext& c, int64_t dim, double scale) {
+  const double v = std::floor(static_cast<double>(dim) * scale);
+  if (!(v >= 0 && v <= static_cast<double>(kMaxValueElements))) {
+    return c.Bad("scale " + std::to_string(scale) + " of a dim of " + std::to_string(dim));
+  }
+  return static_cast<int64_t>(v);
 }
 
 // Resize (opset 10: X, scales; 11+: X, roi, scales, sizes) and Upsample (X, scales; opset 9).
@@ -812,11 +864,11 @@ StatusOr<Result> Resize(const NodeContext& c) {
                    std::to_string(x.size()));
     }
     for (size_t i = 0; i < x.size(); ++i) {
-      out[i] = static_cast<int64_t>(std::floor(static_cast<double>(x[i]) * At(scales, i)));
+      MOGSERVE_ASSIGN_OR_RETURN(out[i], ScaledDim(c, x[i], At(scales, i)));
     }
   } else if (const Attribute* a = n.Find("scales"); a != nullptr && n.op_type == "Upsample") {
     for (size_t i = 0; i < x.size() && i < a->floats.size(); ++i) {
-      out[i] = static_cast<int64_t>(std::floor(static_cast<double>(x[i]) * a->floats[i]));
+      MOGSERVE_ASSIGN_OR_RETURN(out[i], ScaledDim(c, x[i], a->floats[i]));
     }
   } else {
     return c.Unhandled("scales or sizes that depend on the image");
@@ -944,6 +996,14 @@ StatusOr<StaticGraph> StaticGraph::Infer(std::shared_ptr<const Graph> graph, int
     StatusOr<Result> result = op->second(context);
     if (!result.ok()) {
       return Status(result.status().code(), graph->file + ": " + result.status().message());
+    }
+    for (const StaticValue& v : result->outputs) {
+      const bool negative =
+          std::any_of(v.shape.begin(), v.shape.end(), [](int64_t d) { return d < 0; });
+      if (negative || v.shape.size() > kMaxRank || Elements(v.shape) > kMaxValueElements) {
+        return InvalidData(graph->file + ": node '" + node.name + "' (" + node.op_type +
+                           ") would make a value of shape " + ShapeString(v.shape));
+      }
     }
     const bool live = std::any_of(result->outputs.begin(), result->outputs.end(),
                                   [](const StaticValue& v) { return !v.constant; });
