@@ -268,6 +268,38 @@ TEST(OnnxStaticGraph, LoadTimeOnlyOperatorsOnImageValuesAreRefused) {
       << s.status().message();
 }
 
+// Shapes a corrupt or hostile file can ask for (found by tests/fuzz/onnx_model_fuzzer.cpp): an
+// error naming the node, never an overflow (the sanitizer builds would abort on one).
+TEST(OnnxStaticGraph, HugeShapesAreRefusedWithoutOverflow) {
+  const int64_t big = std::numeric_limits<int64_t>::max() / 3;
+  ModelWriter reshape(13);
+  reshape.Ints("shape", {big, 384, -1});
+  reshape.Node("Reshape", {"x", "shape"}, {"y"});
+  reshape.Output("y");
+  auto r = Infer(reshape, 8, 8);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("cannot reshape [1,3,8,8]"), std::string::npos)
+      << r.status().message();
+  ModelWriter resize(11);
+  resize.Floats("scales", {4}, {1, 1, 1e30f, 2});
+  resize.Node("Resize", {"x", "", "scales"}, {"y"});
+  resize.Output("y");
+  auto z = Infer(resize, 8, 8);
+  ASSERT_FALSE(z.ok());
+  EXPECT_NE(z.status().message().find("scale"), std::string::npos) << z.status().message();
+  ModelWriter broadcast(13);
+  broadcast.Floats("w", {1 << 20, 1, 1, 1}, std::vector<float>(1 << 20, 1.0f));
+  broadcast.Node("Mul", {"x", "w"}, {"y"});  // [1,3,8192,8192] x [2^20,1,1,1]: 3·2^46 values
+  broadcast.Output("y");
+  auto g = ParseModel(broadcast.Bytes(), "t.onnx", ".");
+  ASSERT_TRUE(g.ok());
+  auto b = StaticGraph::Infer(std::make_shared<const Graph>(std::move(*g)), 1, 8192, 8192);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("would make a value of shape [1048576,3,8192,8192]"),
+            std::string::npos)
+      << b.status().message();
+}
+
 TEST(OnnxStaticGraph, ImageInputForms) {
   ModelWriter nhwc(12, {1, 128, 128, 3});
   auto* t = nhwc.Node("Transpose", {"x"}, {"nchw"});
