@@ -3,7 +3,7 @@
 // multiply-accumulates at an input size, and whether mogserve reads it (or the first reason it
 // does not: the operator, node and supported list; a shape that does not fit). Text, or one JSON
 // object with --json. Exit 0 when the model reads, 1 when it does not, 3 when the file is not an
-// ONNX model at all.
+// ONNX model at all (not a protobuf ModelProto, truncated, missing).
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -76,7 +76,8 @@ Inspection Inspect(std::shared_ptr<const Graph> graph, const InspectFlags& flags
   r.input = *input;
   r.height = input->height >= 0 ? input->height : flags.height;
   r.width = input->width >= 0 ? input->width : flags.width;
-  StatusOr<StaticGraph> statics = StaticGraph::Infer(graph, 1, r.height, r.width);
+  const int64_t batch = input->batch > 0 ? input->batch : 1;
+  StatusOr<StaticGraph> statics = StaticGraph::Infer(graph, batch, r.height, r.width);
   if (!statics.ok()) {
     r.problem = statics.status();
     return r;
@@ -170,6 +171,13 @@ void PrintText(const json& j) {
 
 int RunInspect(const InspectFlags& flags) {
   StatusOr<Graph> graph = model::onnx::ReadModel(flags.file);
+  if (!graph.ok() && graph.status().code() == StatusCode::kUnsupported) {
+    // An ONNX model, but one mogserve does not read (its operator set, a custom domain, ...).
+    const json j = {{"file", flags.file}, {"reads", false}, {"problem", graph.status().message()}};
+    if (flags.json) std::cout << j.dump() << "\n";
+    else std::cout << "file       " << flags.file << "\nreads      no: " << j["problem"].get<std::string>() << "\n";
+    return kExitSomeFailed;
+  }
   if (!graph.ok()) return PrintError(graph.status().message(), kExitFatal);
   const Inspection r = Inspect(std::make_shared<const Graph>(std::move(*graph)), flags);
   const json j = ToJson(r, flags.file);

@@ -34,6 +34,18 @@ std::optional<ElementType> ElementTypeOf(int data_type) {
   }
 }
 
+// A little-endian integer or boolean element, exactly.
+int64_t IntegerAt(ElementType type, const uint8_t* p) {
+  switch (type) {
+    case ElementType::kI64: { int64_t v; std::memcpy(&v, p, 8); return v; }
+    case ElementType::kI32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case ElementType::kI16: { int16_t v; std::memcpy(&v, p, 2); return v; }
+    case ElementType::kI8: return static_cast<int8_t>(*p);
+    case ElementType::kBool: return *p != 0;
+    default: return *p;  // kU8
+  }
+}
+
 bool IsFloatType(ElementType t) {
   return t == ElementType::kF32 || t == ElementType::kF16 || t == ElementType::kBF16 ||
          t == ElementType::kF64;
@@ -65,8 +77,10 @@ StatusOr<std::string> ReadExternal(const TensorProto& t, const std::string& fold
   const auto size = static_cast<int64_t>(std::filesystem::file_size(path, ec));
   if (ec) return NotFound("external data of tensor '" + t.name() + "': " + path.string() +
                           ": " + ec.message());
-  if (length < 0) length = size - offset;
-  if (offset < 0 || length < 0 || offset + length > size || length > kMaxModelBytes) {
+  if (offset < 0 || offset > size) length = -1;
+  else if (length < 0) length = size - offset;
+  if (offset < 0 || length < 0 || offset > size || length > size - offset ||
+      length > kMaxModelBytes) {
     return InvalidData("external data of tensor '" + t.name() + "': bytes " +
                        std::to_string(offset) + "+" + std::to_string(length) + " outside " +
                        path.string() + " (" + std::to_string(size) + " bytes)");
@@ -98,11 +112,13 @@ StatusOr<Tensor> ToTensor(const TensorProto& t, const std::string& folder) {
     out.shape.push_back(d);
     n *= d;
   }
+  // Sizes are checked against the bytes or values the file holds before anything is allocated,
+  // so a file cannot make the reader allocate more than it holds.
+  auto resize = [&] { (out.kind == ValueKind::kFloat ? out.floats.resize(n) : out.ints.resize(n)); };
   auto put = [&](int64_t i, double v) {
     if (out.kind == ValueKind::kFloat) out.floats[i] = static_cast<float>(v);
     else out.ints[i] = static_cast<int64_t>(v);
   };
-  (out.kind == ValueKind::kFloat ? out.floats.resize(n) : out.ints.resize(n));
   const bool external = t.data_location() == TensorProto::EXTERNAL;
   if (external || t.has_raw_data()) {
     std::string external_bytes;
@@ -116,10 +132,11 @@ StatusOr<Tensor> ToTensor(const TensorProto& t, const std::string& folder) {
                          ShapeString(out.shape) + " of " + DataTypeName(t.data_type()) +
                          " needs " + std::to_string(n * bytes));
     }
+    resize();
     const auto* p = reinterpret_cast<const uint8_t*>(raw.data());
     for (int64_t i = 0; i < n; ++i) {
-      if (*type == ElementType::kI64) {  // exact beyond float's 24 bits
-        std::memcpy(&out.ints[i], p + i * 8, 8);
+      if (out.kind == ValueKind::kInt) {
+        out.ints[i] = IntegerAt(*type, p + i * bytes);  // exact beyond float's 24 bits
       } else {
         put(i, ElementToFloat(*type, p + i * bytes));
       }
@@ -139,6 +156,7 @@ StatusOr<Tensor> ToTensor(const TensorProto& t, const std::string& folder) {
     return InvalidData(what + " holds " + std::to_string(stored) + " values; its shape " +
                        ShapeString(out.shape) + " needs " + std::to_string(n));
   }
+  resize();
   for (int64_t i = 0; i < n; ++i) {
     switch (*type) {
       case ElementType::kF32: put(i, t.float_data(static_cast<int>(i))); break;

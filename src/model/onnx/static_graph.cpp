@@ -308,7 +308,40 @@ StatusOr<Result> Cast(const NodeContext& c) {
   const bool to_float = to == 1 || to == 10 || to == 11 || to == 16;
   const bool to_int = to == 2 || to == 3 || to == 5 || to == 6 || to == 7 || to == 9;
   if (!to_float && !to_int) return c.Unhandled("cast to " + DataTypeName(static_cast<int>(to)));
-  return Relabel(c, c.shape(0), to_float ? ValueKind::kFloat : ValueKind::kInt);
+  const Tensor* x = c.constant(0);
+  const ValueKind kind = to_float ? ValueKind::kFloat : ValueKind::kInt;
+  if (x == nullptr) return Result{{Runtime(kind, c.shape(0))}};
+  Tensor t = Empty(kind, c.shape(0));
+  t.data_type = static_cast<int>(to);
+  for (int64_t i = 0; i < t.elements(); ++i) {
+    if (to_float) {
+      t.floats[i] = x->kind == ValueKind::kFloat ? x->floats[i] : static_cast<float>(x->ints[i]);
+      continue;
+    }
+    int64_t v = 0;
+    if (x->kind == ValueKind::kInt) {
+      v = x->ints[i];
+    } else if (to == 9) {
+      v = x->floats[i] != 0.0f;
+    } else {
+      const double f = std::trunc(static_cast<double>(x->floats[i]));
+      if (!(f >= -9.2e18 && f <= 9.2e18)) {
+        return c.Bad("cannot cast " + std::to_string(x->floats[i]) + " to an integer");
+      }
+      v = static_cast<int64_t>(f);
+    }
+    // The target's own width: booleans are 0/1, narrower integers wrap as C casts do.
+    switch (to) {
+      case 9: v = v != 0; break;
+      case 2: v = static_cast<uint8_t>(v); break;
+      case 3: v = static_cast<int8_t>(v); break;
+      case 5: v = static_cast<int16_t>(v); break;
+      case 6: v = static_cast<int32_t>(v); break;
+      default: break;
+    }
+    t.ints[i] = v;
+  }
+  return Result{{Known(std::move(t))}};
 }
 
 StatusOr<Result> Reshape(const NodeContext& c) {
@@ -347,15 +380,18 @@ StatusOr<Result> Flatten(const NodeContext& c) {
   MOGSERVE_ASSIGN_OR_RETURN(int64_t axis, raw == static_cast<int64_t>(in.size())
                                               ? StatusOr<int64_t>(raw)
                                               : c.Axis(raw, in.size()));
-  int64_t outer = 1;
-  for (int64_t i = 0; i < axis; ++i) outer *= in[i];
-  return Relabel(c, {outer, Elements(in) / std::max<int64_t>(outer, 1)}, c.in(0).kind);
+  return Relabel(c, {Elements(Shape(in.begin(), in.begin() + axis)),
+                     Elements(Shape(in.begin() + axis, in.end()))},
+                 c.in(0).kind);
 }
 
 // Squeeze / Unsqueeze axes: an attribute up to opset 12, an input from 13.
 StatusOr<std::vector<int64_t>> AxesOf(const NodeContext& c) {
   if (c.opset() >= 13) {
-    if (!c.has(1)) return std::vector<int64_t>{};
+    if (!c.has(1)) {
+      if (c.node().op_type == "Unsqueeze") return c.Bad("axes (input 1) is missing");
+      return std::vector<int64_t>{};  // Squeeze: every axis of size 1
+    }
     return c.Ints(1, "axes");
   }
   return c.node().Ints("axes");
@@ -469,6 +505,7 @@ StatusOr<Result> Split(const NodeContext& c) {
     sizes = c.node().Ints("split");
   }
   const auto parts = static_cast<int64_t>(c.node().outputs.size());
+  if (parts == 0) return c.Bad("no outputs");
   if (sizes.empty()) {
     if (in[axis] % parts != 0) return c.Bad("axis of " + std::to_string(in[axis]) +
                                             " does not split evenly");
@@ -524,6 +561,10 @@ StatusOr<Result> Slice(const NodeContext& c) {
     MOGSERVE_ASSIGN_OR_RETURN(int64_t a, c.Axis(axes[i], in.size()));
     const int64_t dim = in[a], s = steps[i];
     if (s == 0) return c.Bad("step 0");
+    if (dim == 0) {
+      out[a] = 0;
+      continue;
+    }
     // Negative positions count from the end; then clamp to [0, dim] (step > 0), or the
     // start to [0, dim − 1] and the end to [−1, dim − 1] (step < 0).
     auto clamp = [&](int64_t v, int64_t lo_bound, int64_t hi_bound) {
@@ -641,6 +682,9 @@ StatusOr<Result> Range(const NodeContext& c) {
   const Tensor* l = c.constant(1);
   const Tensor* d = c.constant(2);
   if (s == nullptr || l == nullptr || d == nullptr) return Result{{Runtime(c.in(0).kind, {})}};
+  if (s->elements() != 1 || l->elements() != 1 || d->elements() != 1) {
+    return c.Bad("start, limit and delta must be scalars");
+  }
   const double start = At(*s, 0), limit = At(*l, 0), delta = At(*d, 0);
   if (delta == 0) return c.Bad("delta 0");
   const double count = std::max(std::ceil((limit - start) / delta), 0.0);
@@ -661,6 +705,9 @@ struct Window {
 
 StatusOr<Window> WindowOf(const NodeContext& c, int64_t kh, int64_t kw, int64_t h, int64_t w) {
   Window win;
+  if (kh < 1 || kw < 1 || kh > kMaxWindowAttribute || kw > kMaxWindowAttribute) {
+    return c.Bad("kernel " + std::to_string(kh) + "x" + std::to_string(kw));
+  }
   win.kh = kh;
   win.kw = kw;
   const Node& n = c.node();
@@ -734,10 +781,14 @@ StatusOr<Result> Conv(const NodeContext& c) {
   if (w.size() != 4) return c.Unhandled("a kernel of shape " + ShapeString(w) + " (2-D only)");
   const int64_t group = c.node().Int("group", 1);
   const bool transpose = c.node().op_type == "ConvTranspose";
+  if (group < 1 || group > x[1] || (transpose && w[0] % group != 0)) {
+    return c.Bad("group " + std::to_string(group) + " for " + std::to_string(x[1]) +
+                 " input channels and kernel " + ShapeString(w));
+  }
   // Conv: W [M, C/group, kh, kw]; ConvTranspose: W [C, M/group, kh, kw].
-  const int64_t in_channels = transpose ? w[0] : w[1] * group;
-  const int64_t out_channels = transpose ? w[1] * group : w[0];
-  if (group < 1 || x[1] != in_channels || out_channels % group != 0) {
+  const int64_t in_channels = transpose ? w[0] : MulSat(w[1], group);
+  const int64_t out_channels = transpose ? MulSat(w[1], group) : w[0];
+  if (x[1] != in_channels || out_channels % group != 0) {
     return c.Bad("input " + ShapeString(x) + " and kernel " + ShapeString(w) + " with group " +
                  std::to_string(group) + " do not fit");
   }
@@ -761,8 +812,14 @@ StatusOr<Result> Conv(const NodeContext& c) {
     }
     const std::vector<int64_t> shape = c.node().Ints("output_shape");
     if (!shape.empty()) return c.Unhandled("the output_shape attribute (give pads instead)");
-    out[2] = win.sh * (x[2] - 1) + extra[0] + (win.kh - 1) * win.dh + 1 - win.pt - win.pb;
-    out[3] = win.sw * (x[3] - 1) + extra[1] + (win.kw - 1) * win.dw + 1 - win.pl - win.pr;
+    const std::string auto_pad = c.node().String("auto_pad", "NOTSET");
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      out[2] = x[2] * win.sh;  // the spec's output for SAME: input · stride
+      out[3] = x[3] * win.sw;
+    } else {
+      out[2] = win.sh * (x[2] - 1) + extra[0] + (win.kh - 1) * win.dh + 1 - win.pt - win.pb;
+      out[3] = win.sw * (x[3] - 1) + extra[1] + (win.kw - 1) * win.dw + 1 - win.pl - win.pr;
+    }
     macs = MulSat(Elements(x), Elements({w[1], w[2], w[3]}));
   }
   if (out[2] < 1 || out[3] < 1) {
@@ -852,7 +909,8 @@ StatusOr<Result> Resize(const NodeContext& c) {
   }
   const size_t scales_at = n.op_type == "Resize" && c.opset() >= 11 ? 2 : 1;
   Shape out = x;
-  if (c.opset() >= 11 && n.op_type == "Resize" && c.has(3)) {
+  if (c.opset() >= 11 && n.op_type == "Resize" && c.has(3) &&
+      !(c.constant(3) != nullptr && c.constant(3)->elements() == 0)) {
     MOGSERVE_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, c.Ints(3, "sizes"));
     if (sizes.size() != x.size()) return c.Bad("sizes " + ShapeString(sizes));
     out = sizes;
@@ -976,6 +1034,18 @@ StatusOr<StaticGraph> StaticGraph::Infer(std::shared_ptr<const Graph> graph, int
         ShapeString(input.Shape(input.batch, input.height, input.width)) + "; asked for " +
         ShapeString(input.Shape(batch, height, width)));
   }
+  // What a file declares is bounded like every value the nodes make.
+  auto check = [&](const std::string& what, const Shape& shape) -> Status {
+    const bool bad = shape.size() > kMaxRank || Elements(shape) > kMaxValueElements ||
+                     std::any_of(shape.begin(), shape.end(),
+                                 [](int64_t d) { return d < 0 || d > kMaxValueElements; });
+    return bad ? InvalidData(graph->file + ": " + what + " has shape " + ShapeString(shape))
+               : Status::Ok();
+  };
+  MOGSERVE_RETURN_IF_ERROR(check("input '" + input.name + "'", input.Shape(batch, height, width)));
+  for (const auto& [name, t] : graph->initializers) {
+    MOGSERVE_RETURN_IF_ERROR(check("initializer '" + name + "'", t.shape));
+  }
   StaticGraph s;
   s.graph_ = graph;
   s.input_ = input;
@@ -998,8 +1068,9 @@ StatusOr<StaticGraph> StaticGraph::Infer(std::shared_ptr<const Graph> graph, int
       return Status(result.status().code(), graph->file + ": " + result.status().message());
     }
     for (const StaticValue& v : result->outputs) {
-      const bool negative =
-          std::any_of(v.shape.begin(), v.shape.end(), [](int64_t d) { return d < 0; });
+      const bool negative = std::any_of(v.shape.begin(), v.shape.end(), [](int64_t d) {
+        return d < 0 || d > kMaxValueElements;
+      });
       if (negative || v.shape.size() > kMaxRank || Elements(v.shape) > kMaxValueElements) {
         return InvalidData(graph->file + ": node '" + node.name + "' (" + node.op_type +
                            ") would make a value of shape " + ShapeString(v.shape));

@@ -70,6 +70,12 @@ TEST(OnnxReader, ConvertsEveryStoredElementType) {
   big->add_dims(1);
   const int64_t huge = std::numeric_limits<int64_t>::max();
   big->set_raw_data(std::string(reinterpret_cast<const char*>(&huge), 8));
+  auto* i32 = w.graph()->add_initializer();  // raw INT32 above 2^24: exact
+  i32->set_name("i32");
+  i32->set_data_type(::onnx::TensorProto::INT32);
+  i32->add_dims(1);
+  const int32_t odd = 16777217;
+  i32->set_raw_data(std::string(reinterpret_cast<const char*>(&odd), 4));
   auto* dbl = w.graph()->add_initializer();
   dbl->set_name("double");
   dbl->set_data_type(::onnx::TensorProto::DOUBLE);
@@ -80,6 +86,7 @@ TEST(OnnxReader, ConvertsEveryStoredElementType) {
   EXPECT_EQ(g->initializers.at("half_typed").floats, (std::vector<float>{0.5f}));
   EXPECT_EQ(g->initializers.at("big").kind, ValueKind::kInt);
   EXPECT_EQ(g->initializers.at("big").ints, (std::vector<int64_t>{huge}));
+  EXPECT_EQ(g->initializers.at("i32").ints, (std::vector<int64_t>{16777217}));
   EXPECT_TRUE(g->initializers.at("double").shape.empty());
   EXPECT_EQ(g->initializers.at("double").floats, (std::vector<float>{0.25f}));
 }
@@ -115,6 +122,9 @@ TEST(OnnxReader, RefusesWhatItCannotRead) {
        StatusCode::kInvalidData, "tensor 'w' holds 12 bytes; its shape [4] of FLOAT needs 16"},
       {"typed count", [](ModelWriter& w) { w.Floats("w", {3}, {1, 2}); },
        StatusCode::kInvalidData, "tensor 'w' holds 2 values; its shape [3] needs 3"},
+      // 2^31 INT64 values declared, none stored: refused before any allocation.
+      {"huge without data", [](ModelWriter& w) { w.Floats("w", {int64_t{1} << 31}, {}); },
+       StatusCode::kInvalidData, "tensor 'w' holds 0 values; its shape [2147483648] needs"},
       {"string tensor",
        [](ModelWriter& w) {
          auto* t = w.graph()->add_initializer();
@@ -203,6 +213,9 @@ TEST(OnnxReader, ExternalData) {
   auto past_end = model("weights.bin", "8");
   EXPECT_NE(past_end.status().message().find("outside"), std::string::npos)
       << past_end.status().ToString();
+  auto overflow = model("weights.bin", "9223372036854775800");
+  EXPECT_NE(overflow.status().message().find("outside"), std::string::npos)
+      << overflow.status().ToString();
   auto absent = model("nope.bin", "0");
   EXPECT_EQ(absent.status().code(), StatusCode::kNotFound) << absent.status().ToString();
   std::filesystem::remove_all(dir);

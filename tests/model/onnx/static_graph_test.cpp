@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "model/host_tensor.h"
 #include "model/onnx/family.h"
 #include "onnx_test_util.h"
 
@@ -298,6 +299,126 @@ TEST(OnnxStaticGraph, HugeShapesAreRefusedWithoutOverflow) {
   EXPECT_NE(b.status().message().find("would make a value of shape [1048576,3,8192,8192]"),
             std::string::npos)
       << b.status().message();
+}
+
+// Found in review against the operator specifications: each is a malformed or unusual file that
+// must give the spec's shape or an error naming the node, never a crash or undefined behaviour.
+TEST(OnnxStaticGraph, ReviewedEdgeCases) {
+  auto error_of = [](ModelWriter& w, const std::string& out) {
+    w.Output(out);
+    auto s = Infer(w, 11, 11);
+    return s.ok() ? std::string("ok ") + ShapeString(s->value(out).shape) : s.status().message();
+  };
+  {  // Range on an empty tensor: scalars required.
+    ModelWriter w(13);
+    w.Ints("empty", {});
+    w.Ints("four", {4});
+    w.Node("Range", {"empty", "four", "four"}, {"r"});
+    EXPECT_NE(error_of(w, "r").find("must be scalars"), std::string::npos);
+  }
+  {  // Split without outputs.
+    ModelWriter w(13);
+    w.Node("Split", {"x"}, {});
+    w.Node("Relu", {"x"}, {"y"});
+    EXPECT_NE(error_of(w, "y").find("no outputs"), std::string::npos);
+  }
+  {  // A pooling kernel below 1.
+    ModelWriter w(13);
+    auto* n = w.Node("MaxPool", {"x"}, {"y"});
+    ModelWriter::IntsAttr(n, "kernel_shape", {-5, -5});
+    EXPECT_NE(error_of(w, "y").find("kernel -5x-5"), std::string::npos);
+  }
+  {  // A group beyond the channels.
+    ModelWriter w(13);
+    w.Floats("w", {4, 1, 1, 1}, {1, 1, 1, 1});
+    auto* n = w.Node("Conv", {"x", "w"}, {"y"});
+    ModelWriter::IntAttr(n, "group", (int64_t{1} << 62) + 1);
+    EXPECT_NE(error_of(w, "y").find("group"), std::string::npos);
+  }
+  {  // ConvTranspose with SAME: output = input · stride (11 · 2 = 22).
+    ModelWriter w(13);
+    w.Floats("w", {3, 2, 3, 3}, std::vector<float>(54, 0.1f));
+    auto* n = w.Node("ConvTranspose", {"x", "w"}, {"y"});
+    ModelWriter::IntsAttr(n, "strides", {2, 2});
+    ModelWriter::StringAttr(n, "auto_pad", "SAME_UPPER");
+    EXPECT_EQ(error_of(w, "y"), "ok [1,2,22,22]");
+  }
+  {  // Resize with scales and an empty sizes input (opset 11+): the scales count.
+    ModelWriter w(11);
+    w.Floats("roi", {0}, {});
+    w.Floats("scales", {4}, {1, 1, 2, 2});
+    w.Ints("sizes", {});
+    w.Node("Resize", {"x", "roi", "scales", "sizes"}, {"y"});
+    EXPECT_EQ(error_of(w, "y"), "ok [1,3,22,22]");
+  }
+  {  // Flatten of a value with a zero dim: [0, 3], not [0, 0].
+    ModelWriter w(13);
+    w.Floats("z", {0, 3}, {});
+    w.Node("Flatten", {"z"}, {"f"});
+    w.Node("Relu", {"x"}, {"y"});
+    w.Output("y");
+    auto s = Infer(w, 4, 4);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(s->value("f").shape, (Shape{0, 3}));
+  }
+  {  // Unsqueeze at opset 13 needs its axes input.
+    ModelWriter w(13);
+    w.Node("Unsqueeze", {"x"}, {"y"});
+    EXPECT_NE(error_of(w, "y").find("axes (input 1) is missing"), std::string::npos);
+  }
+  {  // Slice of an empty axis with a negative step: empty.
+    ModelWriter w(13);
+    w.Floats("z", {0}, {});
+    w.Ints("starts", {-1});
+    w.Ints("ends", {std::numeric_limits<int64_t>::min()});
+    w.Ints("axes", {0});
+    w.Ints("steps", {-1});
+    w.Node("Slice", {"z", "starts", "ends", "axes", "steps"}, {"s"});
+    w.Node("Relu", {"x"}, {"y"});
+    w.Output("y");
+    auto s = Infer(w, 4, 4);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(s->value("s").shape, (Shape{0}));
+  }
+  {  // A declared input beyond every bound.
+    ModelWriter w(13, {1, 3, std::numeric_limits<int64_t>::max(), 4});
+    w.Node("Relu", {"x"}, {"y"});
+    w.Output("y");
+    auto g = ParseModel(w.Bytes(), "t.onnx", ".");
+    ASSERT_TRUE(g.ok());
+    auto s = StaticGraph::Infer(std::make_shared<const Graph>(std::move(*g)), 1,
+                                std::numeric_limits<int64_t>::max(), 4);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.status().message().find("input 'x' has shape"), std::string::npos);
+  }
+}
+
+// Cast folds to the target type's values (ONNX Runtime's results).
+TEST(OnnxStaticGraph, CastFoldsPerTargetType) {
+  ModelWriter w(13);
+  w.Floats("f", {4}, {0.5f, 2.0f, -1.7f, 300.0f});
+  auto cast = [&](const std::string& out, int64_t to) {
+    ModelWriter::IntAttr(w.Node("Cast", {"f"}, {out}), "to", to);
+  };
+  cast("as_bool", 9);
+  cast("as_u8", 2);
+  cast("as_i64", 7);
+  w.Node("Relu", {"x"}, {"y"});
+  w.Output("y");
+  auto s = Infer(w, 4, 4);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->value("as_bool").constant->ints, (Shape{1, 1, 1, 1}));
+  EXPECT_EQ(s->value("as_u8").constant->ints, (Shape{0, 2, 255, 44}));
+  EXPECT_EQ(s->value("as_i64").constant->ints, (Shape{0, 2, -1, 300}));
+  EXPECT_EQ(s->value("as_u8").constant->data_type, 2);
+  ModelWriter nan(13);
+  nan.Floats("f", {1}, {std::numeric_limits<float>::quiet_NaN()});
+  ModelWriter::IntAttr(nan.Node("Cast", {"f"}, {"i"}), "to", 7);
+  nan.Output("i");
+  auto bad = Infer(nan, 4, 4);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("cannot cast nan to an integer"), std::string::npos)
+      << bad.status().message();
 }
 
 TEST(OnnxStaticGraph, ImageInputForms) {
