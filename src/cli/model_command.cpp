@@ -44,8 +44,10 @@ std::string DimsString(const model::onnx::ValueInfo& v) {
 std::string Macs(int64_t macs) {
   std::ostringstream s;
   s.precision(3);
-  if (macs >= 1000000000) s << static_cast<double>(macs) / 1e9 << " G";
-  else s << static_cast<double>(macs) / 1e6 << " M";
+  if (macs >= 1000000000)
+    s << static_cast<double>(macs) / 1e9 << " G";
+  else
+    s << static_cast<double>(macs) / 1e6 << " M";
   return s.str();
 }
 
@@ -165,8 +167,7 @@ void PrintText(const json& j) {
     std::cout << "unsupported" << names << "\n";
   }
   std::cout << "reads      "
-            << (j["reads"].get<bool>() ? "yes" : "no: " + j["problem"].get<std::string>())
-            << "\n";
+            << (j["reads"].get<bool>() ? "yes" : "no: " + j["problem"].get<std::string>()) << "\n";
 }
 
 int RunInspect(const InspectFlags& flags) {
@@ -174,15 +175,20 @@ int RunInspect(const InspectFlags& flags) {
   if (!graph.ok() && graph.status().code() == StatusCode::kUnsupported) {
     // An ONNX model, but one mogserve does not read (its operator set, a custom domain, ...).
     const json j = {{"file", flags.file}, {"reads", false}, {"problem", graph.status().message()}};
-    if (flags.json) std::cout << j.dump() << "\n";
-    else std::cout << "file       " << flags.file << "\nreads      no: " << j["problem"].get<std::string>() << "\n";
+    if (flags.json)
+      std::cout << j.dump() << "\n";
+    else
+      std::cout << "file       " << flags.file
+                << "\nreads      no: " << j["problem"].get<std::string>() << "\n";
     return kExitSomeFailed;
   }
   if (!graph.ok()) return PrintError(graph.status().message(), kExitFatal);
   const Inspection r = Inspect(std::make_shared<const Graph>(std::move(*graph)), flags);
   const json j = ToJson(r, flags.file);
-  if (flags.json) std::cout << j.dump() << "\n";
-  else PrintText(j);
+  if (flags.json)
+    std::cout << j.dump() << "\n";
+  else
+    PrintText(j);
   return r.problem.ok() ? kExitOk : kExitSomeFailed;
 }
 

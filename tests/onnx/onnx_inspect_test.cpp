@@ -57,7 +57,8 @@ void ExpectSameOutputs(const fs::path& model, int64_t h, int64_t w, const json& 
 
 json Manifest() {
   std::ifstream in(kModels / "manifest.json");
-  EXPECT_TRUE(in) << kModels / "manifest.json" << " (the onnx_models fixture writes it)";
+  EXPECT_TRUE(in) << kModels / "manifest.json"
+                  << " (the onnx_models fixture writes it)";
   return in ? json::parse(in) : json::array();
 }
 
@@ -82,8 +83,8 @@ TEST(OnnxInspect, BlazeFaceFromNpm) {
   ExpectSameOutputs(kBlazeFace / "face_detection_back_256x256_barracuda.onnx", 256, 256,
                     "blazeface");
   int code = -1;
-  const json j = Inspect(kBlazeFace / "face_detection_front_128x128_barracuda.onnx", 128, 128,
-                         &code);
+  const json j =
+      Inspect(kBlazeFace / "face_detection_front_128x128_barracuda.onnx", 128, 128, &code);
   EXPECT_EQ(j.at("input").at("layout"), "NHWC");
   EXPECT_FALSE(j.at("input").at("dynamic_size").get<bool>());
 }

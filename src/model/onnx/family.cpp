@@ -50,9 +50,12 @@ std::optional<std::string> MatchYuNet(const std::vector<Rows>& rows) {
 std::optional<std::string> MatchBlazeFace(const std::vector<Rows>& rows) {
   std::vector<int64_t> scores, boxes;
   for (const Rows& r : rows) {
-    if (r.width == 1) scores.push_back(r.rows);
-    else if (r.width == 16) boxes.push_back(r.rows);
-    else return std::nullopt;
+    if (r.width == 1)
+      scores.push_back(r.rows);
+    else if (r.width == 16)
+      boxes.push_back(r.rows);
+    else
+      return std::nullopt;
   }
   std::sort(scores.begin(), scores.end());
   std::sort(boxes.begin(), boxes.end());
@@ -85,7 +88,8 @@ std::optional<std::string> MatchScrfd(const std::vector<Rows>& rows, int64_t hei
     if (a < 1 || a > 2 || rows[l].rows != cells * a) return std::nullopt;
     if (anchors != 0 && a != anchors) return std::nullopt;
     anchors = a;
-    if (rows[l].width != 1 || rows[l + levels].width != 4 || rows[l + levels].rows != rows[l].rows) {
+    if (rows[l].width != 1 || rows[l + levels].width != 4 ||
+        rows[l + levels].rows != rows[l].rows) {
       return std::nullopt;
     }
     if (kps && (rows[l + 2 * levels].width != 10 || rows[l + 2 * levels].rows != rows[l].rows)) {
@@ -107,11 +111,16 @@ const std::vector<Family>& AllFamilies() {
 
 std::string FamilyName(Family family) {
   switch (family) {
-    case Family::kScrfd: return "scrfd";
-    case Family::kRetinaFace: return "retinaface";
-    case Family::kYuNet: return "yunet";
-    case Family::kUltraFace: return "ultraface";
-    case Family::kBlazeFace: return "blazeface";
+    case Family::kScrfd:
+      return "scrfd";
+    case Family::kRetinaFace:
+      return "retinaface";
+    case Family::kYuNet:
+      return "yunet";
+    case Family::kUltraFace:
+      return "ultraface";
+    case Family::kBlazeFace:
+      return "blazeface";
   }
   return "";
 }
@@ -133,15 +142,13 @@ FamilyMatch DetectFamily(const StaticGraph& graph) {
   }
   if (SameRows(rows, {2, 4})) return {Family::kUltraFace, "scores [A, 2] and boxes [A, 4]"};
   if (auto why = MatchBlazeFace(rows)) return {Family::kBlazeFace, *why};
-  return {std::nullopt, "outputs " + Describe(rows) + " match no known family (" +
-                            [] {
-                              std::string names;
-                              for (Family f : AllFamilies()) {
-                                names += (names.empty() ? "" : ", ") + FamilyName(f);
-                              }
-                              return names;
-                            }() +
-                            ")"};
+  return {std::nullopt, "outputs " + Describe(rows) + " match no known family (" + [] {
+            std::string names;
+            for (Family f : AllFamilies()) {
+              names += (names.empty() ? "" : ", ") + FamilyName(f);
+            }
+            return names;
+          }() + ")"};
 }
 
 }  // namespace mogserve::model::onnx

@@ -26,10 +26,10 @@ std::string DataTypeName(int data_type);
 // A constant tensor (an initializer, a Constant node's value, a folded result).
 struct Tensor {
   ValueKind kind = ValueKind::kFloat;
-  int data_type = 1;            // TensorProto.DataType as stored (1 FLOAT, 7 INT64, ...)
-  std::vector<int64_t> shape;   // {} for a scalar
-  std::vector<float> floats;    // kFloat
-  std::vector<int64_t> ints;    // kInt
+  int data_type = 1;           // TensorProto.DataType as stored (1 FLOAT, 7 INT64, ...)
+  std::vector<int64_t> shape;  // {} for a scalar
+  std::vector<float> floats;   // kFloat
+  std::vector<int64_t> ints;   // kInt
   int64_t elements() const;
 };
 
@@ -42,7 +42,7 @@ struct Dim {
 
 struct ValueInfo {
   std::string name;
-  int data_type = 0;      // 0: not declared
+  int data_type = 0;  // 0: not declared
   bool has_shape = false;
   std::vector<Dim> dims;
 };
@@ -77,10 +77,10 @@ struct Node {
 struct Graph {
   std::string file;  // as given to ReadModel, for messages
   int64_t ir_version = 0;
-  int64_t opset = 0;  // the default ("" / "ai.onnx") domain's version
+  int64_t opset = 0;     // the default ("" / "ai.onnx") domain's version
   std::string producer;  // "pytorch 1.13.0", ...
   std::string name;
-  std::vector<ValueInfo> inputs;   // real inputs only (initializers listed as inputs dropped)
+  std::vector<ValueInfo> inputs;  // real inputs only (initializers listed as inputs dropped)
   std::vector<ValueInfo> outputs;
   std::map<std::string, Tensor> initializers;
   std::vector<Node> nodes;  // topologically ordered (the reader checks)

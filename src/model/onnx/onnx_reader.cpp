@@ -20,29 +20,55 @@ using ::onnx::TensorProto;
 
 std::optional<ElementType> ElementTypeOf(int data_type) {
   switch (data_type) {
-    case TensorProto::FLOAT: return ElementType::kF32;
-    case TensorProto::UINT8: return ElementType::kU8;
-    case TensorProto::INT8: return ElementType::kI8;
-    case TensorProto::INT16: return ElementType::kI16;
-    case TensorProto::INT32: return ElementType::kI32;
-    case TensorProto::INT64: return ElementType::kI64;
-    case TensorProto::BOOL: return ElementType::kBool;
-    case TensorProto::FLOAT16: return ElementType::kF16;
-    case TensorProto::DOUBLE: return ElementType::kF64;
-    case TensorProto::BFLOAT16: return ElementType::kBF16;
-    default: return std::nullopt;
+    case TensorProto::FLOAT:
+      return ElementType::kF32;
+    case TensorProto::UINT8:
+      return ElementType::kU8;
+    case TensorProto::INT8:
+      return ElementType::kI8;
+    case TensorProto::INT16:
+      return ElementType::kI16;
+    case TensorProto::INT32:
+      return ElementType::kI32;
+    case TensorProto::INT64:
+      return ElementType::kI64;
+    case TensorProto::BOOL:
+      return ElementType::kBool;
+    case TensorProto::FLOAT16:
+      return ElementType::kF16;
+    case TensorProto::DOUBLE:
+      return ElementType::kF64;
+    case TensorProto::BFLOAT16:
+      return ElementType::kBF16;
+    default:
+      return std::nullopt;
   }
 }
 
 // A little-endian integer or boolean element, exactly.
 int64_t IntegerAt(ElementType type, const uint8_t* p) {
   switch (type) {
-    case ElementType::kI64: { int64_t v; std::memcpy(&v, p, 8); return v; }
-    case ElementType::kI32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case ElementType::kI16: { int16_t v; std::memcpy(&v, p, 2); return v; }
-    case ElementType::kI8: return static_cast<int8_t>(*p);
-    case ElementType::kBool: return *p != 0;
-    default: return *p;  // kU8
+    case ElementType::kI64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case ElementType::kI32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case ElementType::kI16: {
+      int16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case ElementType::kI8:
+      return static_cast<int8_t>(*p);
+    case ElementType::kBool:
+      return *p != 0;
+    default:
+      return *p;  // kU8
   }
 }
 
@@ -75,10 +101,13 @@ StatusOr<std::string> ReadExternal(const TensorProto& t, const std::string& fold
   const std::filesystem::path path = std::filesystem::path(folder) / rel;
   std::error_code ec;
   const auto size = static_cast<int64_t>(std::filesystem::file_size(path, ec));
-  if (ec) return NotFound("external data of tensor '" + t.name() + "': " + path.string() +
-                          ": " + ec.message());
-  if (offset < 0 || offset > size) length = -1;
-  else if (length < 0) length = size - offset;
+  if (ec)
+    return NotFound("external data of tensor '" + t.name() + "': " + path.string() + ": " +
+                    ec.message());
+  if (offset < 0 || offset > size)
+    length = -1;
+  else if (length < 0)
+    length = size - offset;
   if (offset < 0 || length < 0 || offset > size || length > size - offset ||
       length > kMaxModelBytes) {
     return InvalidData("external data of tensor '" + t.name() + "': bytes " +
@@ -114,10 +143,14 @@ StatusOr<Tensor> ToTensor(const TensorProto& t, const std::string& folder) {
   }
   // Sizes are checked against the bytes or values the file holds before anything is allocated,
   // so a file cannot make the reader allocate more than it holds.
-  auto resize = [&] { (out.kind == ValueKind::kFloat ? out.floats.resize(n) : out.ints.resize(n)); };
+  auto resize = [&] {
+    (out.kind == ValueKind::kFloat ? out.floats.resize(n) : out.ints.resize(n));
+  };
   auto put = [&](int64_t i, double v) {
-    if (out.kind == ValueKind::kFloat) out.floats[i] = static_cast<float>(v);
-    else out.ints[i] = static_cast<int64_t>(v);
+    if (out.kind == ValueKind::kFloat)
+      out.floats[i] = static_cast<float>(v);
+    else
+      out.ints[i] = static_cast<int64_t>(v);
   };
   const bool external = t.data_location() == TensorProto::EXTERNAL;
   if (external || t.has_raw_data()) {
@@ -129,8 +162,8 @@ StatusOr<Tensor> ToTensor(const TensorProto& t, const std::string& folder) {
     const int bytes = ElementBytes(*type);
     if (static_cast<int64_t>(raw.size()) != n * bytes) {
       return InvalidData(what + " holds " + std::to_string(raw.size()) + " bytes; its shape " +
-                         ShapeString(out.shape) + " of " + DataTypeName(t.data_type()) +
-                         " needs " + std::to_string(n * bytes));
+                         ShapeString(out.shape) + " of " + DataTypeName(t.data_type()) + " needs " +
+                         std::to_string(n * bytes));
     }
     resize();
     const auto* p = reinterpret_cast<const uint8_t*>(raw.data());
@@ -147,10 +180,18 @@ StatusOr<Tensor> ToTensor(const TensorProto& t, const std::string& folder) {
   // rest: INT32 and narrower integers, BOOL, and FLOAT16/BFLOAT16 as their 16 bits).
   int64_t stored = 0;
   switch (*type) {
-    case ElementType::kF32: stored = t.float_data_size(); break;
-    case ElementType::kF64: stored = t.double_data_size(); break;
-    case ElementType::kI64: stored = t.int64_data_size(); break;
-    default: stored = t.int32_data_size(); break;
+    case ElementType::kF32:
+      stored = t.float_data_size();
+      break;
+    case ElementType::kF64:
+      stored = t.double_data_size();
+      break;
+    case ElementType::kI64:
+      stored = t.int64_data_size();
+      break;
+    default:
+      stored = t.int32_data_size();
+      break;
   }
   if (stored != n) {
     return InvalidData(what + " holds " + std::to_string(stored) + " values; its shape " +
@@ -159,9 +200,15 @@ StatusOr<Tensor> ToTensor(const TensorProto& t, const std::string& folder) {
   resize();
   for (int64_t i = 0; i < n; ++i) {
     switch (*type) {
-      case ElementType::kF32: put(i, t.float_data(static_cast<int>(i))); break;
-      case ElementType::kF64: put(i, t.double_data(static_cast<int>(i))); break;
-      case ElementType::kI64: out.ints[i] = t.int64_data(static_cast<int>(i)); break;
+      case ElementType::kF32:
+        put(i, t.float_data(static_cast<int>(i)));
+        break;
+      case ElementType::kF64:
+        put(i, t.double_data(static_cast<int>(i)));
+        break;
+      case ElementType::kI64:
+        out.ints[i] = t.int64_data(static_cast<int>(i));
+        break;
       case ElementType::kF16:
       case ElementType::kBF16: {
         const auto bits = static_cast<uint16_t>(t.int32_data(static_cast<int>(i)));
@@ -169,7 +216,9 @@ StatusOr<Tensor> ToTensor(const TensorProto& t, const std::string& folder) {
         put(i, ElementToFloat(*type, le));
         break;
       }
-      default: put(i, t.int32_data(static_cast<int>(i))); break;
+      default:
+        put(i, t.int32_data(static_cast<int>(i)));
+        break;
     }
   }
   return out;
@@ -178,9 +227,18 @@ StatusOr<Tensor> ToTensor(const TensorProto& t, const std::string& folder) {
 StatusOr<Attribute> ToAttribute(const AttributeProto& a, const std::string& folder) {
   Attribute out;
   switch (a.type()) {
-    case AttributeProto::FLOAT: out.type = Attribute::Type::kFloat; out.f = a.f(); break;
-    case AttributeProto::INT: out.type = Attribute::Type::kInt; out.i = a.i(); break;
-    case AttributeProto::STRING: out.type = Attribute::Type::kString; out.s = a.s(); break;
+    case AttributeProto::FLOAT:
+      out.type = Attribute::Type::kFloat;
+      out.f = a.f();
+      break;
+    case AttributeProto::INT:
+      out.type = Attribute::Type::kInt;
+      out.i = a.i();
+      break;
+    case AttributeProto::STRING:
+      out.type = Attribute::Type::kString;
+      out.s = a.s();
+      break;
     case AttributeProto::TENSOR: {
       out.type = Attribute::Type::kTensor;
       MOGSERVE_ASSIGN_OR_RETURN(Tensor t, ToTensor(a.t(), folder));
@@ -199,7 +257,9 @@ StatusOr<Attribute> ToAttribute(const AttributeProto& a, const std::string& fold
       out.type = Attribute::Type::kStrings;
       out.strings.assign(a.strings().begin(), a.strings().end());
       break;
-    default: out.type = Attribute::Type::kOther; break;  // graphs, sparse tensors: never read
+    default:
+      out.type = Attribute::Type::kOther;
+      break;  // graphs, sparse tensors: never read
   }
   return out;
 }
@@ -213,8 +273,10 @@ ValueInfo ToValueInfo(const ::onnx::ValueInfoProto& v) {
   out.has_shape = tt.has_shape();
   for (const auto& d : tt.shape().dim()) {
     Dim dim;
-    if (d.has_dim_value() && d.dim_value() >= 0) dim.value = d.dim_value();
-    else dim.symbol = d.has_dim_param() ? d.dim_param() : "?";
+    if (d.has_dim_value() && d.dim_value() >= 0)
+      dim.value = d.dim_value();
+    else
+      dim.symbol = d.has_dim_param() ? d.dim_param() : "?";
     out.dims.push_back(dim);
   }
   return out;
@@ -263,9 +325,9 @@ StatusOr<Graph> Convert(const ::onnx::ModelProto& m, const std::string& folder) 
   }
   if (!has_default_domain) g.opset = 1;  // IR < 3: no opset_import; the first operator set
   if (g.opset < kMinOpset || g.opset > kMaxOpset) {
-    return Unsupported("operator set version " + std::to_string(g.opset) + "; supported: " +
-                       std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) +
-                       " (re-export with opset_version in that range)");
+    return Unsupported("operator set version " + std::to_string(g.opset) +
+                       "; supported: " + std::to_string(kMinOpset) + " to " +
+                       std::to_string(kMaxOpset) + " (re-export with opset_version in that range)");
   }
   const ::onnx::GraphProto& gp = m.graph();
   g.name = gp.name();
@@ -293,8 +355,8 @@ StatusOr<Graph> Convert(const ::onnx::ModelProto& m, const std::string& folder) 
     for (const AttributeProto& a : np.attribute()) {
       StatusOr<Attribute> attr = ToAttribute(a, folder);
       if (!attr.ok()) {
-        return Status(attr.status().code(), "node '" + n.name + "' attribute " + a.name() +
-                                                ": " + attr.status().message());
+        return Status(attr.status().code(), "node '" + n.name + "' attribute " + a.name() + ": " +
+                                                attr.status().message());
       }
       n.attributes[a.name()] = std::move(*attr);
     }
@@ -352,7 +414,8 @@ StatusOr<Graph> ParseModel(const std::string& bytes, const std::string& display_
                            const std::string& folder) {
   ::onnx::ModelProto m;
   if (!m.ParseFromString(bytes)) {
-    return InvalidData(display_name + ": not an ONNX model (the bytes are not a protobuf "
+    return InvalidData(display_name +
+                       ": not an ONNX model (the bytes are not a protobuf "
                        "ModelProto, or the file is truncated)");
   }
   StatusOr<Graph> g = Convert(m, folder);

@@ -54,20 +54,26 @@ Tensor Empty(ValueKind kind, Shape shape) {
   t.data_type = kind == ValueKind::kFloat ? 1 : 7;
   t.shape = std::move(shape);
   const int64_t n = Elements(t.shape);
-  if (kind == ValueKind::kFloat) t.floats.resize(n);
-  else t.ints.resize(n);
+  if (kind == ValueKind::kFloat)
+    t.floats.resize(n);
+  else
+    t.ints.resize(n);
   return t;
 }
 
 void Set(Tensor& t, int64_t i, double v) {
-  if (t.kind == ValueKind::kFloat) t.floats[i] = static_cast<float>(v);
-  else t.ints[i] = static_cast<int64_t>(v);
+  if (t.kind == ValueKind::kFloat)
+    t.floats[i] = static_cast<float>(v);
+  else
+    t.ints[i] = static_cast<int64_t>(v);
 }
 
 // dst[i] = src[j], exact between integer tensors (INT64_MAX "to the end" markers survive).
 void CopyElement(Tensor& dst, int64_t i, const Tensor& src, int64_t j) {
-  if (dst.kind == ValueKind::kInt && src.kind == ValueKind::kInt) dst.ints[i] = src.ints[j];
-  else Set(dst, i, At(src, j));
+  if (dst.kind == ValueKind::kInt && src.kind == ValueKind::kInt)
+    dst.ints[i] = src.ints[j];
+  else
+    Set(dst, i, At(src, j));
 }
 
 // out[i] = src[index(i)] for every element of a tensor of `shape` (kind and type of src).
@@ -76,8 +82,10 @@ Tensor Take(const Tensor& src, Shape shape, const std::function<int64_t(int64_t)
   out.data_type = src.data_type;
   const int64_t n = out.elements();
   for (int64_t i = 0; i < n; ++i) {
-    if (src.kind == ValueKind::kFloat) out.floats[i] = src.floats[index(i)];
-    else out.ints[i] = src.ints[index(i)];
+    if (src.kind == ValueKind::kFloat)
+      out.floats[i] = src.floats[index(i)];
+    else
+      out.ints[i] = src.ints[index(i)];
   }
   return out;
 }
@@ -90,17 +98,18 @@ std::string Join(const std::vector<std::string>& parts) {
 
 // Operators only computed at load time: on a value that depends on the image they are refused.
 const std::set<std::string>& FoldOnlyOps() {
-  static const std::set<std::string> ops = {"Shape", "ConstantOfShape", "Range", "Floor",
-                                            "Ceil",  "Sqrt",            "Neg"};
+  static const std::set<std::string> ops = {
+      "Shape", "ConstantOfShape", "Range", "Floor", "Ceil", "Sqrt", "Neg"};
   return ops;
 }
 
 // Folded when every input is known at load time (the rest always run).
 const std::set<std::string>& FoldableOps() {
   static const std::set<std::string> ops = {
-      "Add",   "Cast",  "Ceil",    "Concat",  "Constant", "ConstantOfShape", "Div",
-      "Dropout", "Flatten", "Floor", "Gather", "Identity", "Mul", "Neg", "Range", "Reshape",
-      "Shape", "Slice", "Sqrt",    "Squeeze", "Sub",      "Transpose",       "Unsqueeze"};
+      "Add",  "Cast",    "Ceil",    "Concat",    "Constant", "ConstantOfShape",
+      "Div",  "Dropout", "Flatten", "Floor",     "Gather",   "Identity",
+      "Mul",  "Neg",     "Range",   "Reshape",   "Shape",    "Slice",
+      "Sqrt", "Squeeze", "Sub",     "Transpose", "Unsqueeze"};
   return ops;
 }
 
@@ -123,9 +132,7 @@ class NodeContext {
     return Status(code, "node '" + node_.name + "' (" + node_.op_type + "): " + what);
   }
   Status Bad(const std::string& what) const { return Error(StatusCode::kInvalidData, what); }
-  Status Unhandled(const std::string& what) const {
-    return Error(StatusCode::kUnsupported, what);
-  }
+  Status Unhandled(const std::string& what) const { return Error(StatusCode::kUnsupported, what); }
   Status NeedInputs(size_t n) const {
     for (size_t i = 0; i < n; ++i) {
       if (!has(i)) return Bad("input " + std::to_string(i) + " is missing");
@@ -135,8 +142,9 @@ class NodeContext {
   // Input i as integers known at load time (an axes, shape, pads... input).
   StatusOr<std::vector<int64_t>> Ints(size_t i, const std::string& what) const {
     const Tensor* t = constant(i);
-    if (t == nullptr) return Unhandled(what + " (input " + std::to_string(i) +
-                                       ") must be known at load time; it depends on the image");
+    if (t == nullptr)
+      return Unhandled(what + " (input " + std::to_string(i) +
+                       ") must be known at load time; it depends on the image");
     if (t->kind == ValueKind::kInt) return t->ints;  // exact (INT64_MAX ends: "to the end")
     std::vector<int64_t> v;
     for (int64_t k = 0; k < t->elements(); ++k) v.push_back(static_cast<int64_t>(At(*t, k)));
@@ -208,7 +216,10 @@ int64_t BroadcastIndex(const Shape& shape, const Shape& out, const Shape& out_st
 int64_t SaturatedInt(const std::string& op, int64_t x, int64_t y) {
   const auto a = static_cast<long double>(x), b = static_cast<long double>(y);
   const long double v = op == "Add" ? a + b : op == "Sub" ? a - b : op == "Mul" ? a * b : 0;
-  if (op == "Div") return y == -1 ? (x == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -x) : x / y;
+  if (op == "Div")
+    return y == -1 ? (x == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max()
+                                                               : -x)
+                   : x / y;
   if (v >= static_cast<long double>(std::numeric_limits<int64_t>::max())) {
     return std::numeric_limits<int64_t>::max();
   }
@@ -332,12 +343,23 @@ StatusOr<Result> Cast(const NodeContext& c) {
     }
     // The target's own width: booleans are 0/1, narrower integers wrap as C casts do.
     switch (to) {
-      case 9: v = v != 0; break;
-      case 2: v = static_cast<uint8_t>(v); break;
-      case 3: v = static_cast<int8_t>(v); break;
-      case 5: v = static_cast<int16_t>(v); break;
-      case 6: v = static_cast<int32_t>(v); break;
-      default: break;
+      case 9:
+        v = v != 0;
+        break;
+      case 2:
+        v = static_cast<uint8_t>(v);
+        break;
+      case 3:
+        v = static_cast<int8_t>(v);
+        break;
+      case 5:
+        v = static_cast<int16_t>(v);
+        break;
+      case 6:
+        v = static_cast<int32_t>(v);
+        break;
+      default:
+        break;
     }
     t.ints[i] = v;
   }
@@ -380,8 +402,9 @@ StatusOr<Result> Flatten(const NodeContext& c) {
   MOGSERVE_ASSIGN_OR_RETURN(int64_t axis, raw == static_cast<int64_t>(in.size())
                                               ? StatusOr<int64_t>(raw)
                                               : c.Axis(raw, in.size()));
-  return Relabel(c, {Elements(Shape(in.begin(), in.begin() + axis)),
-                     Elements(Shape(in.begin() + axis, in.end()))},
+  return Relabel(c,
+                 {Elements(Shape(in.begin(), in.begin() + axis)),
+                  Elements(Shape(in.begin() + axis, in.end()))},
                  c.in(0).kind);
 }
 
@@ -404,8 +427,8 @@ StatusOr<Result> Squeeze(const NodeContext& c) {
   std::vector<bool> drop(in.size(), false);
   for (int64_t a : axes) {
     MOGSERVE_ASSIGN_OR_RETURN(int64_t axis, c.Axis(a, in.size()));
-    if (in[axis] != 1) return c.Bad("squeezes axis " + std::to_string(a) + " of size " +
-                                    std::to_string(in[axis]));
+    if (in[axis] != 1)
+      return c.Bad("squeezes axis " + std::to_string(a) + " of size " + std::to_string(in[axis]));
     drop[axis] = true;
   }
   Shape out;
@@ -432,6 +455,22 @@ StatusOr<Result> Unsqueeze(const NodeContext& c) {
   return Relabel(c, out, c.in(0).kind);
 }
 
+// Transpose and Slice: output element (i_0, ..., i_n) is input element offset + Σ i_d · steps[d];
+// folded when the input is known at load time.
+StatusOr<Result> StridedView(const NodeContext& c, const Shape& out, int64_t offset,
+                             const Shape& steps) {
+  const Tensor* x = c.constant(0);
+  if (x == nullptr || Elements(out) > kMaxFoldedElements) {
+    return Result{{Runtime(c.in(0).kind, out)}};
+  }
+  const Shape out_st = Strides(out);
+  return Result{{Known(Take(*x, out, [&](int64_t i) {
+    int64_t src = offset;
+    for (size_t d = 0; d < out.size(); ++d) src += (i / out_st[d]) % out[d] * steps[d];
+    return src;
+  }))}};
+}
+
 StatusOr<Result> Transpose(const NodeContext& c) {
   MOGSERVE_RETURN_IF_ERROR(c.NeedInputs(1));
   const Shape& in = c.shape(0);
@@ -443,20 +482,15 @@ StatusOr<Result> Transpose(const NodeContext& c) {
   std::sort(sorted.begin(), sorted.end());
   std::vector<int64_t> identity(in.size());
   std::iota(identity.begin(), identity.end(), 0);
-  if (sorted != identity) return c.Bad("perm " + ShapeString(perm) + " for rank " +
-                                       std::to_string(in.size()));
-  Shape out;
-  for (int64_t p : perm) out.push_back(in[p]);
-  const Tensor* x = c.constant(0);
-  if (x == nullptr || Elements(out) > kMaxFoldedElements) {
-    return Result{{Runtime(c.in(0).kind, out)}};
+  if (sorted != identity)
+    return c.Bad("perm " + ShapeString(perm) + " for rank " + std::to_string(in.size()));
+  Shape out, steps;
+  const Shape in_st = Strides(in);
+  for (int64_t p : perm) {
+    out.push_back(in[p]);
+    steps.push_back(in_st[p]);
   }
-  const Shape in_st = Strides(in), out_st = Strides(out);
-  return Result{{Known(Take(*x, out, [&](int64_t i) {
-    int64_t src = 0;
-    for (size_t d = 0; d < out.size(); ++d) src += (i / out_st[d]) % out[d] * in_st[perm[d]];
-    return src;
-  }))}};
+  return StridedView(c, out, 0, steps);
 }
 
 StatusOr<Result> Concat(const NodeContext& c) {
@@ -470,9 +504,11 @@ StatusOr<Result> Concat(const NodeContext& c) {
   for (size_t i = 0; i < c.inputs(); ++i) {
     const Shape& s = c.shape(i);
     bool fits = s.size() == first.size();
-    for (size_t d = 0; fits && d < s.size(); ++d) fits = d == static_cast<size_t>(axis) || s[d] == first[d];
-    if (!fits) return c.Bad("input shapes " + ShapeString(first) + " and " + ShapeString(s) +
-                            " differ off axis " + std::to_string(axis));
+    for (size_t d = 0; fits && d < s.size(); ++d)
+      fits = d == static_cast<size_t>(axis) || s[d] == first[d];
+    if (!fits)
+      return c.Bad("input shapes " + ShapeString(first) + " and " + ShapeString(s) +
+                   " differ off axis " + std::to_string(axis));
     out[axis] += s[axis];
     all_known = all_known && c.constant(i) != nullptr;
   }
@@ -507,8 +543,8 @@ StatusOr<Result> Split(const NodeContext& c) {
   const auto parts = static_cast<int64_t>(c.node().outputs.size());
   if (parts == 0) return c.Bad("no outputs");
   if (sizes.empty()) {
-    if (in[axis] % parts != 0) return c.Bad("axis of " + std::to_string(in[axis]) +
-                                            " does not split evenly");
+    if (in[axis] % parts != 0)
+      return c.Bad("axis of " + std::to_string(in[axis]) + " does not split evenly");
     sizes.assign(parts, in[axis] / parts);
   }
   int64_t total = 0;
@@ -576,21 +612,20 @@ StatusOr<Result> Slice(const NodeContext& c) {
     begin[a] = lo;
     step[a] = s;
     // ceil((hi − lo) / s) elements, written so that no step (even ±INT64_MAX) overflows.
-    if (s > 0) out[a] = hi <= lo ? 0 : (hi - lo - 1) / s + 1;
-    else out[a] = lo <= hi ? 0 : (s == std::numeric_limits<int64_t>::min() ? 1 : (lo - hi - 1) / -s + 1);
+    if (s > 0)
+      out[a] = hi <= lo ? 0 : (hi - lo - 1) / s + 1;
+    else
+      out[a] =
+          lo <= hi ? 0 : (s == std::numeric_limits<int64_t>::min() ? 1 : (lo - hi - 1) / -s + 1);
   }
-  const Tensor* x = c.constant(0);
-  if (x == nullptr || Elements(out) > kMaxFoldedElements) {
-    return Result{{Runtime(c.in(0).kind, out)}};
+  const Shape in_st = Strides(in);
+  int64_t offset = 0;
+  Shape element_steps;
+  for (size_t d = 0; d < in.size(); ++d) {
+    offset += begin[d] * in_st[d];
+    element_steps.push_back(step[d] * in_st[d]);
   }
-  const Shape in_st = Strides(in), out_st = Strides(out);
-  return Result{{Known(Take(*x, out, [&](int64_t i) {
-    int64_t src = 0;
-    for (size_t d = 0; d < out.size(); ++d) {
-      src += (begin[d] + (i / out_st[d]) % out[d] * step[d]) * in_st[d];
-    }
-    return src;
-  }))}};
+  return StridedView(c, out, offset, element_steps);
 }
 
 StatusOr<Result> Gather(const NodeContext& c) {
@@ -667,8 +702,8 @@ StatusOr<Result> ConstantOfShape(const NodeContext& c) {
   for (int64_t d : shape) {
     if (d < 0) return c.Bad("shape " + ShapeString(shape));
   }
-  if (Elements(shape) > kMaxFoldedElements) return c.Unhandled("a constant of shape " +
-                                                               ShapeString(shape));
+  if (Elements(shape) > kMaxFoldedElements)
+    return c.Unhandled("a constant of shape " + ShapeString(shape));
   const Attribute* a = c.node().Find("value");
   Tensor t = Empty(a != nullptr && a->t ? a->t->kind : ValueKind::kFloat, shape);
   const double v = a != nullptr && a->t && a->t->elements() > 0 ? At(*a->t, 0) : 0.0;
@@ -876,8 +911,8 @@ StatusOr<Result> Pad(const NodeContext& c) {
   Shape out = x;
   for (size_t i = 0; i < x.size(); ++i) {
     out[i] += pads[i] + pads[i + x.size()];
-    if (out[i] < 1) return c.Bad("pads " + ShapeString(pads) + " leave nothing of " +
-                                 ShapeString(x));
+    if (out[i] < 1)
+      return c.Bad("pads " + ShapeString(pads) + " leave nothing of " + ShapeString(x));
   }
   return Result{{Runtime(c.in(0).kind, out)}};
 }
@@ -942,36 +977,58 @@ using OpFunction = std::function<StatusOr<Result>(const NodeContext&)>;
 
 const std::map<std::string, OpFunction>& OpTable() {
   static const std::map<std::string, OpFunction> table = {
-      {"Add", Elementwise},          {"AveragePool", Pool},
+      {"Add", Elementwise},
+      {"AveragePool", Pool},
       {"BatchNormalization", SameShape},
-      {"Cast", Cast},                {"Ceil", Unary},
-      {"Clip", SameShape},           {"Concat", Concat},
-      {"Constant", ConstantOp},      {"ConstantOfShape", ConstantOfShape},
-      {"Conv", Conv},                {"ConvTranspose", Conv},
-      {"Div", Elementwise},          {"Dropout", [](const NodeContext& c) -> StatusOr<Result> {
+      {"Cast", Cast},
+      {"Ceil", Unary},
+      {"Clip", SameShape},
+      {"Concat", Concat},
+      {"Constant", ConstantOp},
+      {"ConstantOfShape", ConstantOfShape},
+      {"Conv", Conv},
+      {"ConvTranspose", Conv},
+      {"Div", Elementwise},
+      {"Dropout",
+       [](const NodeContext& c) -> StatusOr<Result> {
          MOGSERVE_RETURN_IF_ERROR(c.NeedInputs(1));
          if (c.node().outputs.size() > 1 && !c.node().outputs[1].empty()) {
            return c.Unhandled("Dropout's mask output");
          }
          return Relabel(c, c.shape(0), c.in(0).kind);
        }},
-      {"Exp", SameShape},            {"Flatten", Flatten},
-      {"Floor", Unary},              {"Gather", Gather},
-      {"GlobalAveragePool", Pool},   {"HardSigmoid", SameShape},
-      {"HardSwish", SameShape},      {"Identity", [](const NodeContext& c) -> StatusOr<Result> {
+      {"Exp", SameShape},
+      {"Flatten", Flatten},
+      {"Floor", Unary},
+      {"Gather", Gather},
+      {"GlobalAveragePool", Pool},
+      {"HardSigmoid", SameShape},
+      {"HardSwish", SameShape},
+      {"Identity",
+       [](const NodeContext& c) -> StatusOr<Result> {
          MOGSERVE_RETURN_IF_ERROR(c.NeedInputs(1));
          return Relabel(c, c.shape(0), c.in(0).kind);
        }},
-      {"LeakyRelu", SameShape},      {"MaxPool", Pool},
-      {"Mul", Elementwise},          {"Neg", Unary},
-      {"PRelu", SameShape},          {"Pad", Pad},
-      {"Range", Range},              {"Relu", SameShape},
-      {"Reshape", Reshape},          {"Resize", Resize},
-      {"Shape", ShapeOp},            {"Sigmoid", SameShape},
-      {"Slice", Slice},              {"Softmax", SameShape},
-      {"Split", Split},              {"Sqrt", Unary},
-      {"Squeeze", Squeeze},          {"Sub", Elementwise},
-      {"Transpose", Transpose},      {"Unsqueeze", Unsqueeze},
+      {"LeakyRelu", SameShape},
+      {"MaxPool", Pool},
+      {"Mul", Elementwise},
+      {"Neg", Unary},
+      {"PRelu", SameShape},
+      {"Pad", Pad},
+      {"Range", Range},
+      {"Relu", SameShape},
+      {"Reshape", Reshape},
+      {"Resize", Resize},
+      {"Shape", ShapeOp},
+      {"Sigmoid", SameShape},
+      {"Slice", Slice},
+      {"Softmax", SameShape},
+      {"Split", Split},
+      {"Sqrt", Unary},
+      {"Squeeze", Squeeze},
+      {"Sub", Elementwise},
+      {"Transpose", Transpose},
+      {"Unsqueeze", Unsqueeze},
       {"Upsample", Resize},
   };
   return table;
@@ -1006,9 +1063,8 @@ StatusOr<ImageInput> FindImageInput(const Graph& graph) {
     for (const Dim& d : v.dims) {
       dims += (dims.empty() ? "" : ",") + (d.fixed() ? std::to_string(d.value) : d.symbol);
     }
-    return Unsupported(graph.file + ": input '" + v.name + "' is " +
-                       DataTypeName(v.data_type) + " [" + dims +
-                       "]; a face detector's input is FLOAT [N, 3, H, W]");
+    return Unsupported(graph.file + ": input '" + v.name + "' is " + DataTypeName(v.data_type) +
+                       " [" + dims + "]; a face detector's input is FLOAT [N, 3, H, W]");
   }
   ImageInput in;
   in.name = v.name;
@@ -1018,8 +1074,8 @@ StatusOr<ImageInput> FindImageInput(const Graph& graph) {
   in.height = v.dims[in.channels_last ? 1 : 2].value;
   in.width = v.dims[in.channels_last ? 2 : 3].value;
   if (in.channels != 3 && in.channels != -1) {
-    return Unsupported(graph.file + ": input '" + v.name + "' has " +
-                       std::to_string(in.channels) + " channels; an RGB image has 3");
+    return Unsupported(graph.file + ": input '" + v.name + "' has " + std::to_string(in.channels) +
+                       " channels; an RGB image has 3");
   }
   return in;
 }
@@ -1029,10 +1085,9 @@ StatusOr<StaticGraph> StaticGraph::Infer(std::shared_ptr<const Graph> graph, int
   MOGSERVE_ASSIGN_OR_RETURN(ImageInput input, FindImageInput(*graph));
   if ((input.height >= 0 && input.height != height) || (input.width >= 0 && input.width != width) ||
       (input.batch >= 0 && input.batch != batch)) {
-    return InvalidArgument(
-        graph->file + ": input '" + input.name + "' is fixed at " +
-        ShapeString(input.Shape(input.batch, input.height, input.width)) + "; asked for " +
-        ShapeString(input.Shape(batch, height, width)));
+    return InvalidArgument(graph->file + ": input '" + input.name + "' is fixed at " +
+                           ShapeString(input.Shape(input.batch, input.height, input.width)) +
+                           "; asked for " + ShapeString(input.Shape(batch, height, width)));
   }
   // What a file declares is bounded like every value the nodes make.
   auto check = [&](const std::string& what, const Shape& shape) -> Status {
@@ -1058,9 +1113,9 @@ StatusOr<StaticGraph> StaticGraph::Infer(std::shared_ptr<const Graph> graph, int
     const Node& node = graph->nodes[i];
     const auto op = OpTable().find(node.op_type);
     if (op == OpTable().end()) {
-      return Unsupported(graph->file + ": node '" + node.name + "' is " + node.op_type +
-                         ", an operator mogserve does not import; supported: " +
-                         Join(SupportedOps()));
+      return Unsupported(
+          graph->file + ": node '" + node.name + "' is " + node.op_type +
+          ", an operator mogserve does not import; supported: " + Join(SupportedOps()));
     }
     NodeContext context(node, graph->opset, s.values_);
     StatusOr<Result> result = op->second(context);
@@ -1068,9 +1123,8 @@ StatusOr<StaticGraph> StaticGraph::Infer(std::shared_ptr<const Graph> graph, int
       return Status(result.status().code(), graph->file + ": " + result.status().message());
     }
     for (const StaticValue& v : result->outputs) {
-      const bool negative = std::any_of(v.shape.begin(), v.shape.end(), [](int64_t d) {
-        return d < 0 || d > kMaxValueElements;
-      });
+      const bool negative = std::any_of(v.shape.begin(), v.shape.end(),
+                                        [](int64_t d) { return d < 0 || d > kMaxValueElements; });
       if (negative || v.shape.size() > kMaxRank || Elements(v.shape) > kMaxValueElements) {
         return InvalidData(graph->file + ": node '" + node.name + "' (" + node.op_type +
                            ") would make a value of shape " + ShapeString(v.shape));

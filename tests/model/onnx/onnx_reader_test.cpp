@@ -120,7 +120,10 @@ TEST(OnnxReader, RefusesWhatItCannotRead) {
          t->set_raw_data(std::string(12, '\0'));
        },
        StatusCode::kInvalidData, "tensor 'w' holds 12 bytes; its shape [4] of FLOAT needs 16"},
-      {"typed count", [](ModelWriter& w) { w.Floats("w", {3}, {1, 2}); },
+      {"typed count",
+       [](ModelWriter& w) {
+         w.Floats("w", {3}, {1, 2});
+       },
        StatusCode::kInvalidData, "tensor 'w' holds 2 values; its shape [3] needs 3"},
       // 2^31 INT64 values declared, none stored: refused before any allocation.
       {"huge without data", [](ModelWriter& w) { w.Floats("w", {int64_t{1} << 31}, {}); },
@@ -142,8 +145,7 @@ TEST(OnnxReader, RefusesWhatItCannotRead) {
     auto g = ParseModel(w.Bytes(), "dir/m.onnx", ".");
     ASSERT_FALSE(g.ok());
     EXPECT_EQ(g.status().code(), c.code) << g.status().ToString();
-    EXPECT_NE(g.status().message().find("dir/m.onnx: "), std::string::npos)
-        << g.status().message();
+    EXPECT_NE(g.status().message().find("dir/m.onnx: "), std::string::npos) << g.status().message();
     EXPECT_NE(g.status().message().find(c.message), std::string::npos) << g.status().message();
   }
 }
@@ -177,8 +179,8 @@ TEST(OnnxReader, TruncatedFilesAreRefusedNotMisread) {
 }
 
 TEST(OnnxReader, ExternalData) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("onnx_external_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("onnx_external_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const float values[] = {1.0f, 2.0f, 3.0f};
   {
@@ -237,9 +239,15 @@ TEST(OnnxReader, SurvivesCorruptedRealModels) {
     for (int e = 0; e < edits; ++e) {
       const size_t at = rng() % bytes.size();
       switch (rng() % 3) {
-        case 0: bytes[at] = static_cast<char>(rng()); break;
-        case 1: bytes.insert(at, 1, static_cast<char>(rng())); break;
-        default: bytes.resize(std::max<size_t>(at, 1)); break;
+        case 0:
+          bytes[at] = static_cast<char>(rng());
+          break;
+        case 1:
+          bytes.insert(at, 1, static_cast<char>(rng()));
+          break;
+        default:
+          bytes.resize(std::max<size_t>(at, 1));
+          break;
       }
     }
     auto g = ParseModel(bytes, "fuzzed.onnx", ".");

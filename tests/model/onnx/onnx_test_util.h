@@ -26,8 +26,10 @@ class ModelWriter {
     tt->set_elem_type(::onnx::TensorProto::FLOAT);
     for (size_t i = 0; i < dims.size(); ++i) {
       auto* d = tt->mutable_shape()->add_dim();
-      if (dims[i] >= 0) d->set_dim_value(dims[i]);
-      else d->set_dim_param("d" + std::to_string(i));
+      if (dims[i] >= 0)
+        d->set_dim_value(dims[i]);
+      else
+        d->set_dim_param("d" + std::to_string(i));
     }
   }
 

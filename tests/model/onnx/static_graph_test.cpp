@@ -41,24 +41,29 @@ TEST(OnnxStaticGraph, ConvPaddingModes) {
   using W = ModelWriter;
   // Explicit asymmetric pads [top, left, bottom, right]: (13 + 1 + 2 − 3) / 2 + 1 = 7 rows,
   // (13 − 3) / 2 + 1 = 6 columns.
-  EXPECT_EQ(ShapeOf(ConvModel(3, [](auto* n) {
-                      W::IntsAttr(n, "strides", {2, 2});
-                      W::IntsAttr(n, "pads", {1, 0, 2, 0});
-                    }),
+  EXPECT_EQ(ShapeOf(ConvModel(3,
+                              [](auto* n) {
+                                W::IntsAttr(n, "strides", {2, 2});
+                                W::IntsAttr(n, "pads", {1, 0, 2, 0});
+                              }),
                     "y", 13, 13),
             (Shape{1, 8, 7, 6}));
   // SAME_UPPER / SAME_LOWER: ceil(in / stride) whatever the kernel.
   for (const char* mode : {"SAME_UPPER", "SAME_LOWER"}) {
-    EXPECT_EQ(ShapeOf(ConvModel(5, [&](auto* n) {
-                        W::IntsAttr(n, "strides", {2, 2});
-                        W::StringAttr(n, "auto_pad", mode);
-                      }),
+    EXPECT_EQ(ShapeOf(ConvModel(5,
+                                [&](auto* n) {
+                                  W::IntsAttr(n, "strides", {2, 2});
+                                  W::StringAttr(n, "auto_pad", mode);
+                                }),
                       "y", 13, 20),
               (Shape{1, 8, 7, 10}));
   }
   // Dilation 2 without padding: 13 - 2·(3 − 1) = 9.
-  EXPECT_EQ(ShapeOf(ConvModel(3, [](auto* n) { W::IntsAttr(n, "dilations", {2, 2}); }), "y", 13,
-                    13),
+  EXPECT_EQ(ShapeOf(ConvModel(3,
+                              [](auto* n) {
+                                W::IntsAttr(n, "dilations", {2, 2});
+                              }),
+                    "y", 13, 13),
             (Shape{1, 8, 9, 9}));
   auto s = Infer(ConvModel(3, [](auto*) {}), 13, 13);
   ASSERT_TRUE(s.ok());
@@ -224,8 +229,8 @@ TEST(OnnxStaticGraph, FoldsConstantsExactly) {
   ModelWriter w(13);
   w.Ints("a", {6, 7, std::numeric_limits<int64_t>::max()});
   w.Ints("b", {2, -2, 1});
-  w.Node("Div", {"a", "b"}, {"q"});      // 3, -3 (truncation), INT64_MAX
-  w.Node("Add", {"a", "b"}, {"sum"});    // 8, 5, saturated at INT64_MAX
+  w.Node("Div", {"a", "b"}, {"q"});    // 3, -3 (truncation), INT64_MAX
+  w.Node("Add", {"a", "b"}, {"sum"});  // 8, 5, saturated at INT64_MAX
   auto* t = w.Node("Transpose", {"m"}, {"mt"});
   ModelWriter::IntsAttr(t, "perm", {1, 0});
   w.Floats("m", {2, 3}, {1, 2, 3, 4, 5, 6});
@@ -235,8 +240,7 @@ TEST(OnnxStaticGraph, FoldsConstantsExactly) {
   auto s = Infer(w, 4, 4);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->value("q").constant->ints, (Shape{3, -3, std::numeric_limits<int64_t>::max()}));
-  EXPECT_EQ(s->value("sum").constant->ints,
-            (Shape{8, 5, std::numeric_limits<int64_t>::max()}));
+  EXPECT_EQ(s->value("sum").constant->ints, (Shape{8, 5, std::numeric_limits<int64_t>::max()}));
   EXPECT_EQ(s->value("mt").constant->floats, (std::vector<float>{1, 4, 2, 5, 3, 6}));
   EXPECT_EQ(s->live_nodes(), (std::vector<int>{3}));
 }
