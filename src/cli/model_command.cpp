@@ -15,6 +15,7 @@
 #include "cli/output_file.h"
 #include "model/host_tensor.h"
 #include "model/onnx/family.h"
+#include "model/onnx/onnx_network.h"
 #include "model/onnx/static_graph.h"
 
 namespace mogserve::cli {
@@ -88,6 +89,16 @@ Inspection Inspect(std::shared_ptr<const Graph> graph, const InspectFlags& flags
   return r;
 }
 
+// Whether the graph maps onto the network plan (what mogserve can run), and into which ops.
+json PlanJson(const StaticGraph& statics) {
+  StatusOr<model::onnx::ImportedNetwork> imported =
+      model::onnx::ImportNetwork(statics, "inspect", model::InputNormalization{});
+  if (!imported.ok()) return {{"maps", false}, {"problem", imported.status().message()}};
+  std::map<std::string, int> ops;
+  for (const model::Op& op : imported->network->ops()) ++ops[model::OpKindName(op.kind)];
+  return {{"maps", true}, {"ops", ops}, {"raw_outputs", imported->network->raw_outputs().size()}};
+}
+
 json ToJson(const Inspection& r, const std::string& file) {
   const Graph& g = *r.graph;
   json j = {{"file", file},
@@ -119,6 +130,7 @@ json ToJson(const Inspection& r, const std::string& file) {
     j["family_reason"] = family.reason;
     j["macs"] = r.statics->total_macs();
     j["nodes_at_load_time"] = g.nodes.size() - r.statics->live_nodes().size();
+    j["plan"] = PlanJson(*r.statics);
   }
   j["reads"] = r.problem.ok();
   if (!r.problem.ok()) j["problem"] = r.problem.message();
@@ -168,6 +180,20 @@ void PrintText(const json& j) {
   }
   std::cout << "reads      "
             << (j["reads"].get<bool>() ? "yes" : "no: " + j["problem"].get<std::string>()) << "\n";
+  if (j.contains("plan")) {
+    const json& plan = j["plan"];
+    std::string ops;
+    if (plan["maps"].get<bool>()) {
+      for (const auto& [name, count] : plan["ops"].items()) {
+        ops += (ops.empty() ? "" : ", ") + name + " " + std::to_string(count.get<int>());
+      }
+    }
+    std::cout << "plan       "
+              << (plan["maps"].get<bool>()
+                      ? "maps: " + ops + "; raw outputs " + plan["raw_outputs"].dump()
+                      : "does not map: " + plan["problem"].get<std::string>())
+              << "\n";
+  }
 }
 
 int RunInspect(const InspectFlags& flags) {

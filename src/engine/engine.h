@@ -111,6 +111,11 @@ struct BatchOutputs {
   int canvas_height = 0;
   std::vector<float> box_encodings;  // [batch, anchors, 4]
   std::vector<float> scores;         // [batch, anchors]
+  // The network's raw outputs (model::Network::raw_outputs()), per image side by side, each
+  // [H, W, C]: [batch, raw_floats]. Empty when it has none.
+  int64_t raw_floats = 0;
+  std::vector<float> raw;
+  std::vector<int64_t> raw_offsets;  // where each raw output starts in an image's values, + the end
 
   std::span<const float> boxes_of(int i) const {
     return {box_encodings.data() + static_cast<size_t>(i) * anchors * 4,
@@ -119,9 +124,14 @@ struct BatchOutputs {
   std::span<const float> scores_of(int i) const {
     return {scores.data() + static_cast<size_t>(i) * anchors, static_cast<size_t>(anchors)};
   }
+  std::span<const float> raw_of(int i) const {
+    if (raw.empty()) return {};
+    return {raw.data() + static_cast<size_t>(i) * raw_floats, static_cast<size_t>(raw_floats)};
+  }
   // Row i for the decoder, its picture placed by `letterbox`.
   model::OutputRows rows_of(int i, const image::Letterbox& letterbox) const {
-    return {scores_of(i), boxes_of(i), canvas_width, canvas_height, letterbox};
+    return {scores_of(i), boxes_of(i), canvas_width, canvas_height, letterbox, raw_of(i),
+            raw_offsets};
   }
 };
 

@@ -63,6 +63,11 @@ Status LayerPlan::Resolve() {
     }
     anchors_ += s.height * s.width * level.anchors_per_cell;
   }
+  for (int tensor : net.raw_outputs()) {
+    raw_offsets_.push_back(raw_floats_);
+    last_use_[tensor] = static_cast<int>(ops);
+    raw_floats_ += shapes_[tensor].elements();
+  }
   return Status::Ok();
 }
 
@@ -78,6 +83,8 @@ Status LayerPlan::ResolveOp(int index) {
       if (op.padding.tf_same) {
         TfSamePadding(in.height, op.kernel, op.stride, &pad.top, &pad.bottom);
         TfSamePadding(in.width, op.kernel, op.stride, &pad.left, &pad.right);
+      } else if (op.padding.fixed_sides) {
+        pad = {op.padding.top, op.padding.bottom, op.padding.left, op.padding.right};
       } else {
         pad = {op.padding.pad, op.padding.pad, op.padding.pad, op.padding.pad};
       }
@@ -98,6 +105,7 @@ Status LayerPlan::ResolveOp(int index) {
       break;
     }
     case OpKind::kGroupNorm:
+    case OpKind::kPadChannels:
       break;
     case OpKind::kUpsampleAdd: {
       const TensorShape& lateral = shapes_[op.inputs[1]];
@@ -123,6 +131,12 @@ Status LayerPlan::ResolveOp(int index) {
                            " has no output)");
   }
   return Status::Ok();
+}
+
+std::vector<int64_t> LayerPlan::raw_bounds() const {
+  std::vector<int64_t> bounds = raw_offsets_;
+  bounds.push_back(raw_floats_);
+  return bounds;
 }
 
 std::string LayerPlan::Dump() const {

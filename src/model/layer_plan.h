@@ -44,12 +44,18 @@ class LayerPlan {
   // Multiply-accumulates of op `op` for one image (convolutions; 0 for the rest).
   int64_t macs(int op) const { return macs_[op]; }
   int64_t total_macs() const { return total_macs_; }
-  // The last op that reads `tensor`; ops().size() for tensors the output stage reads, -1 for
-  // tensors nothing reads.
+  // The last op that reads `tensor`; ops().size() for tensors the output stage reads (levels
+  // and raw outputs), -1 for tensors nothing reads.
   int last_use(int tensor) const { return last_use_[tensor]; }
   // Anchors (rows of the output stage) per image, and each output level's first anchor.
   int anchors() const { return anchors_; }
   int level_offset(int level) const { return level_offsets_[level]; }
+  // Values of the raw outputs per image (network().raw_outputs(), each [H, W, C], in order), and
+  // where raw output r starts.
+  int64_t raw_floats() const { return raw_floats_; }
+  int64_t raw_offset(int r) const { return raw_offsets_[r]; }
+  // Every raw output's offset, then raw_floats(): what decoders are given (OutputRows).
+  std::vector<int64_t> raw_bounds() const;
 
   // One line per op: "12 conv backbone.layer1.0.conv2 [64,160,160] <- 11 macs 943718400".
   std::string Dump() const;
@@ -66,6 +72,8 @@ class LayerPlan {
   std::vector<int64_t> macs_;
   std::vector<int> last_use_;
   std::vector<int> level_offsets_;
+  std::vector<int64_t> raw_offsets_;
+  int64_t raw_floats_ = 0;
   int64_t total_macs_ = 0;
   int anchors_ = 0;
 };

@@ -10,8 +10,8 @@ const char* ActivationName(Activation act) {
   return NameOf(kActivationNames, act, "?");
 }
 
-constexpr EnumNames<OpKind, OpKind::kConcat> kOpKindNames{
-    {"conv", "max_pool", "group_norm", "upsample_add", "concat"}};
+constexpr EnumNames<OpKind, OpKind::kPadChannels> kOpKindNames{
+    {"conv", "max_pool", "group_norm", "upsample_add", "concat", "pad_channels"}};
 
 const char* OpKindName(OpKind kind) {
   return NameOf(kOpKindNames, kind, "?");

@@ -79,14 +79,22 @@ enum class OpKind {
   kGroupNorm,    // GroupNorm with statistics in FP32 or better, then act (kNone or kRelu)
   kUpsampleAdd,  // in1 + top-left crop of bilinear x2 (half-pixel, edge-clamped) of in0
   kConcat,       // channel concatenation of the inputs, in order
+  kPadChannels,  // in0's channels, then zero channels up to the output's count (BlazeFace's
+                 // residuals into wider blocks: TensorFlow's Pad on the channel axis)
 };
 const char* OpKindName(OpKind kind);
 
-// Convolution padding: symmetric `pad` on every side, or TensorFlow SAME (out = ceil(in /
-// stride); top/left get floor(total / 2), bottom/right the rest), resolved per input size.
+// Convolution padding: symmetric `pad` on every side, TensorFlow SAME (out = ceil(in / stride);
+// top/left get floor(total / 2), bottom/right the rest), resolved per input size, or fixed sides
+// (an ONNX file's explicit `pads`, which may differ per side).
 struct Padding {
   bool tf_same = false;
   int pad = 0;
+  bool fixed_sides = false;
+  int top = 0, left = 0, bottom = 0, right = 0;  // fixed_sides only
+  static Padding Sides(int top, int left, int bottom, int right) {
+    return {.fixed_sides = true, .top = top, .left = left, .bottom = bottom, .right = right};
+  }
 };
 
 struct Op {
@@ -134,6 +142,10 @@ class Network {
   const std::vector<ConvDef>& convs() const { return convs_; }
   const std::vector<NormDef>& norms() const { return norms_; }
   const std::vector<OutputLevel>& outputs() const { return outputs_; }
+  // Tensors handed back as they are, each image's values channels-last ([H, W, C], FP32), for
+  // decoders that apply their own activations and box decoding (the ONNX families). A network
+  // has output levels, raw outputs or both.
+  const std::vector<int>& raw_outputs() const { return raw_outputs_; }
   const InputNormalization& normalization() const { return normalization_; }
   // > 0: the only input size (square) the network accepts (the SSD's 512).
   int fixed_input_side() const { return fixed_input_side_; }
@@ -159,6 +171,7 @@ class Network {
   std::vector<ConvDef> convs_;
   std::vector<NormDef> norms_;
   std::vector<OutputLevel> outputs_;
+  std::vector<int> raw_outputs_;
   InputNormalization normalization_;
   int fixed_input_side_ = 0;
   std::vector<KeySpec> other_keys_;

@@ -98,12 +98,20 @@ int NetworkBuilder::Conv(int def, int x, const ConvArgs& args, const std::string
 }
 
 int NetworkBuilder::MaxPool(int x, int kernel, int stride, int pad) {
+  Padding padding;
+  padding.pad = pad;
+  return MaxPool(x, kernel, stride, padding);
+}
+
+int NetworkBuilder::MaxPool(int x, int kernel, int stride, const Padding& padding,
+                            const std::string& name) {
   Op op;
   op.kind = OpKind::kMaxPool;
+  op.name = name;
   op.inputs = {x};
   op.kernel = kernel;
   op.stride = stride;
-  op.padding.pad = pad;
+  op.padding = padding;
   return AddOp(std::move(op), channels(x));
 }
 
@@ -137,8 +145,26 @@ int NetworkBuilder::Concat(const std::vector<int>& parts) {
   return AddOp(std::move(op), total);
 }
 
+int NetworkBuilder::PadChannels(int x, int channels, const std::string& name) {
+  if (channels <= this->channels(x)) Fail("pad-channels " + name + ": no channels added");
+  Op op;
+  op.kind = OpKind::kPadChannels;
+  op.name = name;
+  op.inputs = {x};
+  return AddOp(std::move(op), channels);
+}
+
 StatusOr<std::shared_ptr<const Network>> NetworkBuilder::Finish() {
+  const int tensors = static_cast<int>(net_->tensor_channels_.size());
+  for (int t : net_->raw_outputs_) {
+    if (t <= 0 || t >= tensors) Fail("a raw output names tensor " + std::to_string(t));
+  }
   for (const OutputLevel& l : net_->outputs_) {
+    if (l.score_tensor <= 0 || l.score_tensor >= tensors || l.box_tensor <= 0 ||
+        l.box_tensor >= tensors) {
+      Fail("an output level names a tensor the network does not have");
+      break;
+    }
     if (l.score_channel + l.anchors_per_cell > channels(l.score_tensor) ||
         l.box_channel + 4 * l.anchors_per_cell > channels(l.box_tensor)) {
       Fail("an output level reads channels its tensors do not have");

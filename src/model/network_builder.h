@@ -38,11 +38,15 @@ class NetworkBuilder {
   // Applies conv definition `def` to tensor `x`; returns the output tensor.
   int Conv(int def, int x, const ConvArgs& args, const std::string& name = "");
   int MaxPool(int x, int kernel, int stride, int pad);
+  int MaxPool(int x, int kernel, int stride, const Padding& padding, const std::string& name = "");
   int GroupNorm(int def, int x, Activation act);
   int UpsampleAdd(int top, int lateral, const std::string& name = "");
   int Concat(const std::vector<int>& parts);
+  // x followed by zero channels: `channels` in all (> x's).
+  int PadChannels(int x, int channels, const std::string& name = "");
 
   void AddOutputLevel(const OutputLevel& level) { net_->outputs_.push_back(level); }
+  void AddRawOutput(int tensor) { net_->raw_outputs_.push_back(tensor); }
   // Keys read by the model outside the graph (used) or tolerated in checkpoints (!used).
   void AddOtherKey(KeySpec key) { net_->other_keys_.push_back(std::move(key)); }
   // Unused PyTorch conv keys (weight [+ bias]) a checkpoint may carry.

@@ -6,6 +6,7 @@
 // torch-free, so the pipeline (which links no model code) can call it.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct OutputRows {
   int canvas_width = 0;
   int canvas_height = 0;
   image::Letterbox letterbox;
+  // The network's raw outputs for this image (Network::raw_outputs(), each [H, W, C] of the
+  // canvas's plan, side by side); empty when it has none.
+  std::span<const float> raw;
+  std::span<const int64_t> raw_offsets;  // where each raw output starts in `raw`, + the end
 };
 
 class OutputDecoder {

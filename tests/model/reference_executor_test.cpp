@@ -218,5 +218,43 @@ TEST(ReferenceExecutor, OutputStageInterleavesAnchorsAndRejectsWrongInputs) {
             StatusCode::kInvalidArgument);
 }
 
+TEST(ReferenceExecutor, FixedSidesPadChannelsAndRawOutputs) {
+  // A 1x1 sum of the three channels with fixed sides (1 row on top, 2 columns on the right),
+  // then 3 channels by zero padding, handed back raw as [H, W, C]; and a max-pool 2x2 stride 2
+  // with fixed sides (0 top, 1 left) as a second raw output.
+  NetworkBuilder b("raw");
+  PreparedWeights w;
+  NetworkBuilder::ConvArgs args;
+  args.padding = Padding::Sides(1, 0, 0, 2);
+  const int sum = b.Conv(OnesConv(b, w, 3, 1, 1), b.input(), args);  // 1 x 3 x 4
+  const int padded = b.PadChannels(sum, 3, "pad");
+  const int pooled = b.MaxPool(sum, 2, 2, Padding::Sides(0, 1, 0, 0));  // 1 x 1 x 2
+  b.AddRawOutput(padded);
+  b.AddRawOutput(pooled);
+  const auto net = b.FinishOrAbort();
+  auto plan = LayerPlan::Create(net, 2, 2);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->shape(padded).channels, 3);
+  EXPECT_EQ(plan->shape(padded).height, 3);
+  EXPECT_EQ(plan->shape(padded).width, 4);
+  ASSERT_EQ(plan->raw_floats(), 3 * 4 * 3 + 2);
+  EXPECT_EQ(plan->raw_offset(1), 36);
+  // 2 x 2 input, channel sums [[1, 2], [3, 4]].
+  const std::vector<double> in = {1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0};
+  auto out = RunReference(*plan, w, in);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  std::vector<double> want(38, 0.0);
+  // Row 0 is padding; rows 1-2 hold the sums in columns 0-1, channel 0 only.
+  want[(1 * 4 + 0) * 3] = 1;
+  want[(1 * 4 + 1) * 3] = 2;
+  want[(2 * 4 + 0) * 3] = 3;
+  want[(2 * 4 + 1) * 3] = 4;
+  // The pool over the 3 x 4 sums padded by a column of -inf on the left: windows (rows 0-1,
+  // columns -1..0) = max(0, 1) and (rows 0-1, columns 1-2) = max(0, 0, 2, 0).
+  want[36] = 1;
+  want[37] = 2;
+  ExpectNear(out->raw, want);
+}
+
 }  // namespace
 }  // namespace mogserve::model

@@ -87,6 +87,24 @@ TEST(OnnxInspect, BlazeFaceFromNpm) {
       Inspect(kBlazeFace / "face_detection_front_128x128_barracuda.onnx", 128, 128, &code);
   EXPECT_EQ(j.at("input").at("layout"), "NHWC");
   EXPECT_FALSE(j.at("input").at("dynamic_size").get<bool>());
+  // It maps onto the network plan: convolutions, channel padding, pools, four raw outputs.
+  const json& plan = j.at("plan");
+  EXPECT_TRUE(plan.at("maps").get<bool>()) << plan.dump();
+  EXPECT_EQ(plan.at("ops").at("conv"), 37);
+  EXPECT_EQ(plan.at("ops").at("pad_channels"), 11);
+  EXPECT_EQ(plan.at("ops").at("max_pool"), 3);
+  EXPECT_EQ(plan.at("raw_outputs"), 4);
+}
+
+// A family-shaped network the plan cannot run yet says which node stops it.
+TEST(OnnxInspect, WhatDoesNotMapOntoThePlanIsNamed) {
+  int code = -1;
+  const json j = Inspect(kModels / "retinaface_opset11.onnx", 64, 64, &code);
+  EXPECT_EQ(code, 0);  // it reads
+  const json& plan = j.at("plan");
+  EXPECT_FALSE(plan.at("maps").get<bool>());
+  EXPECT_NE(plan.at("problem").get<std::string>().find("(LeakyRelu)"), std::string::npos)
+      << plan.dump();
 }
 
 // A size the network cannot take (SCRFD's upsampled maps no longer line up with the laterals):

@@ -283,7 +283,7 @@ class CudaEngine final : public ModelEngine {
 
   int64_t PersistentBytes() const {
     return weights_->bytes() + workspace_.size() + norm_workspace_.size() + norm_stats_.size() +
-           canvases_.size() + sizes_.size() + conf_.size() + loc_.size();
+           canvases_.size() + sizes_.size() + conf_.size() + loc_.size() + raw_.size();
   }
 
   StatusOr<Prepared*> PrepareFor(int height, int width, int rows) {
@@ -440,13 +440,14 @@ class CudaEngine final : public ModelEngine {
         {std::max<int64_t>(norm_rows * 2 * static_cast<int64_t>(sizeof(float)), 1), 0},
         {prog.canvas_bytes(), 0},
         {SizesBytes(prog), 0},
-        {prog.conf_floats() * 4, 0},
-        {prog.loc_floats() * 4, 0},
+        {std::max<int64_t>(prog.conf_floats() * 4, 1), 0},
+        {std::max<int64_t>(prog.loc_floats() * 4, 1), 0},
+        {std::max<int64_t>(prog.raw_total_floats() * 4, 1), 0},
         {prog.canvas_bytes() + SizesBytes(prog), 1},
-        {(prog.conf_floats() + prog.loc_floats()) * 4, 1}};
+        {std::max<int64_t>(OutputFloats(prog) * 4, 1), 1}};
     DeviceBuffer* buffers[] = {&arena_,    &workspace_, &norm_workspace_, &norm_stats_,
                                &canvases_, &sizes_,     &conf_,           &loc_,
-                               &staging_in_, &staging_out_};
+                               &raw_,      &staging_in_, &staging_out_};
     Status st;
     for (size_t k = 0; k < std::size(buffers) && st.ok(); ++k) {
       st = buffers[k]->Reserve(reserve[k][0], reserve[k][1] != 0, &grew);
@@ -455,6 +456,10 @@ class CudaEngine final : public ModelEngine {
     held_bytes_ = PersistentBytes();
     arena_bytes_ = arena_.size();
     return st;
+  }
+  // The pinned outputs: conf, then loc, then the raw rows.
+  static int64_t OutputFloats(const Program& prog) {
+    return prog.conf_floats() + prog.loc_floats() + prog.raw_total_floats();
   }
   static int64_t SizesBytes(const Program& prog) {
     return int64_t{prog.batch} * 2 * static_cast<int64_t>(sizeof(int));
@@ -551,9 +556,14 @@ class CudaEngine final : public ModelEngine {
     MOGSERVE_RETURN_IF_ERROR(CudaCall(cudaMemcpyAsync(staging_out_.get(), conf_.get(), conf_bytes,
                                                       cudaMemcpyDeviceToHost, stream_),
                                       "cudaMemcpyAsync(conf)"));
-    return CudaCall(cudaMemcpyAsync(staging_out_.bytes_at(conf_bytes), loc_.get(),
-                                    prog.loc_floats() * 4, cudaMemcpyDeviceToHost, stream_),
-                    "cudaMemcpyAsync(loc)");
+    const int64_t loc_bytes = prog.loc_floats() * 4;
+    MOGSERVE_RETURN_IF_ERROR(CudaCall(cudaMemcpyAsync(staging_out_.bytes_at(conf_bytes), loc_.get(),
+                                                      loc_bytes, cudaMemcpyDeviceToHost, stream_),
+                                      "cudaMemcpyAsync(loc)"));
+    if (prog.raw_floats == 0) return Status::Ok();
+    return CudaCall(cudaMemcpyAsync(staging_out_.bytes_at(conf_bytes + loc_bytes), raw_.get(),
+                                    prog.raw_total_floats() * 4, cudaMemcpyDeviceToHost, stream_),
+                    "cudaMemcpyAsync(raw)");
   }
 
   void* At(int64_t offset) const { return arena_.bytes_at(offset); }
@@ -593,6 +603,9 @@ class CudaEngine final : public ModelEngine {
                                  s.box_channel, s.anchors_per_cell, s.level_offset,
                                  p.program.anchors, conf_.get<float>(), loc_.get<float>(), type_,
                                  stream_);
+      case StepKind::kRawOutput:
+        return LaunchRawOutput(At(s.in), s.in_shape, s.channels, s.raw_offset,
+                               p.program.raw_floats, raw_.get<float>(), type_, stream_);
     }
     return Internal("unknown step kind");
   }
@@ -649,6 +662,12 @@ class CudaEngine final : public ModelEngine {
     const float* loc = conf + p.program.conf_floats();
     o.scores.assign(conf, conf + int64_t{n} * o.anchors);
     o.box_encodings.assign(loc, loc + int64_t{n} * o.anchors * 4);
+    if (p.program.raw_floats > 0) {
+      const float* raw = loc + p.program.loc_floats();
+      o.raw_floats = p.program.raw_floats;
+      o.raw_offsets = p.program.raw_bounds;
+      o.raw.assign(raw, raw + int64_t{n} * o.raw_floats);
+    }
     return o;
   }
 
@@ -660,7 +679,8 @@ class CudaEngine final : public ModelEngine {
   cudaStream_t stream_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   int64_t capacity_ = 0;
-  DeviceBuffer arena_, workspace_, norm_workspace_, norm_stats_, canvases_, sizes_, conf_, loc_;
+  DeviceBuffer arena_, workspace_, norm_workspace_, norm_stats_, canvases_, sizes_, conf_, loc_,
+      raw_;
   DeviceBuffer staging_in_, staging_out_;  // pinned
   std::map<Key, Prepared> prepared_;
   uint64_t uses_ = 0;

@@ -40,6 +40,10 @@ StatusOr<DeviceConvWeights> PrepareConv(const model::ConvDef& def, const model::
   if (def.groups == 1) {
     d.out_channels = DeviceChannels(def.out_channels);
     d.in_channels = DeviceChannels(def.in_channels);
+  } else if (IsDepthwise(def)) {
+    // One group per device channel: the padding channels get zero kernels and biases, so they
+    // stay zero (BlazeFace's 28-, 36-, 42-channel blocks).
+    d.out_channels = d.in_channels = d.groups = DeviceChannels(def.out_channels);
   } else {
     if (def.in_channels % 8 != 0 || def.out_channels % 8 != 0) {
       return Unsupported(def.name + ": grouped convolution with " +

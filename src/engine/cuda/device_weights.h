@@ -6,7 +6,8 @@
 //   - ungrouped convolutions get their input channels padded to DeviceChannels() with zero
 //     weights (the stem's 3 → 8: the pre-processing writes 8 channels, the extra ones 0) and
 //     their output channels padded the same way with zero weights and zero bias (the
-//     predictors' 1 and 4 → 8); grouped ones (depthwise) must already have multiples of 8;
+//     predictors' 1 and 4 → 8); depthwise ones get one group per device channel (the padding
+//     channels' kernels and biases zero); other grouped ones must have multiples of 8;
 //   - values are stored in the activations' type: FP32 for fp32 and tf32 (cuDNN's math mode
 //     does the TF32 rounding), FP16 or BF16 rounded to nearest even otherwise; biases too (the
 //     fused cuDNN call takes them in the I/O type);
@@ -28,6 +29,11 @@ enum class StorageType { kF32, kF16, kBf16 };
 StorageType StorageTypeOf(Precision precision);
 int StorageBytes(StorageType type);
 const char* StorageTypeName(StorageType type);  // "f32", "f16", "bf16"
+
+// Whether `def` is depthwise: one input and one output channel per group.
+inline bool IsDepthwise(const model::ConvDef& def) {
+  return def.groups > 1 && def.groups == def.in_channels && def.groups == def.out_channels;
+}
 
 struct DeviceConvWeights {
   int out_channels = 0;       // padded K

@@ -289,6 +289,18 @@ __global__ void OutputLevelKernel(const T* __restrict__ score, NhwcShape ss, int
   }
 }
 
+template <typename T>
+__global__ void RawOutputKernel(const T* __restrict__ in, NhwcShape is, int channels,
+                                int64_t raw_offset, int64_t raw_floats, float* __restrict__ raw) {
+  const int64_t plane = int64_t{is.h} * is.w;
+  MOGSERVE_GRID_STRIDE(i, is.n * plane * channels) {
+    const int c = static_cast<int>(i % channels);
+    const int64_t pixel = i / channels % plane;
+    const int64_t n = i / (channels * plane);
+    raw[n * raw_floats + raw_offset + pixel * channels + c] = Load(in, (n * plane + pixel) * is.c + c);
+  }
+}
+
 // --- Launch helpers ---
 
 Status Launched(const char* kernel) {
@@ -566,6 +578,25 @@ Status LaunchOutputLevel(const void* score, const NhwcShape& score_shape, int sc
         box_shape, box_channel, anchors_per_cell, level_offset, total_anchors, conf, loc);
   });
   return Launched("OutputLevelKernel");
+}
+
+Status LaunchRawOutput(const void* in, const NhwcShape& in_shape, int channels, int64_t raw_offset,
+                       int64_t raw_floats, float* raw, StorageType type, cudaStream_t stream) {
+  if (in == nullptr || raw == nullptr) return InvalidArgument("raw output: null input or output");
+  if (!Valid(in_shape)) return BadShape("raw output", in_shape);
+  const int64_t values = int64_t{in_shape.h} * in_shape.w * channels;
+  if (channels < 1 || channels > in_shape.c || raw_offset < 0 ||
+      raw_offset + values > raw_floats) {
+    return InvalidArgument("raw output: " + std::to_string(channels) + " channels of " +
+                           ShapeText(in_shape) + " at value " + std::to_string(raw_offset) +
+                           " do not fit an image's " + std::to_string(raw_floats) + " values");
+  }
+  Dispatch(type, [&](auto t) {
+    using T = decltype(t);
+    RawOutputKernel<T><<<Blocks(in_shape.n * values), kThreads, 0, stream>>>(
+        static_cast<const T*>(in), in_shape, channels, raw_offset, raw_floats, raw);
+  });
+  return Launched("RawOutputKernel");
 }
 
 }  // namespace mogserve::engine::cuda

@@ -93,4 +93,9 @@ Status LaunchOutputLevel(const void* score, const NhwcShape& score_shape, int sc
                          int anchors_per_cell, int level_offset, int total_anchors, float* conf,
                          float* loc, StorageType type, cudaStream_t stream);
 
+// One raw output: for each image i and pixel p of `in`, channels [0, channels) to
+//   raw[i·raw_floats + raw_offset + p·channels + c] (FP32), the device's padding channels left out.
+Status LaunchRawOutput(const void* in, const NhwcShape& in_shape, int channels, int64_t raw_offset,
+                       int64_t raw_floats, float* raw, StorageType type, cudaStream_t stream);
+
 }  // namespace mogserve::engine::cuda

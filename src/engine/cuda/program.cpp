@@ -67,6 +67,7 @@ class Lowering {
         return Status::Ok();
       }
       case model::OpKind::kConcat:
+      case model::OpKind::kPadChannels:  // one input, the rest zeros
         return Concat(index);
     }
     return InvalidArgument("op " + op.name + ": a kind the CUDA lowering does not know");
@@ -86,6 +87,16 @@ class Lowering {
       s.box_channel = level.box_channel;
       s.anchors_per_cell = level.anchors_per_cell;
       s.level_offset = plan_.level_offset(static_cast<int>(l));
+      program_.steps.push_back(s);
+    }
+    const auto& raw = plan_.network().raw_outputs();
+    for (size_t r = 0; r < raw.size(); ++r) {
+      Step s;
+      s.kind = StepKind::kRawOutput;
+      s.in = Offset(raw[r]);
+      s.in_shape = DeviceShape(plan_, raw[r], batch_);
+      s.channels = plan_.shape(raw[r]).channels;
+      s.raw_offset = plan_.raw_offset(static_cast<int>(r));
       program_.steps.push_back(s);
     }
   }
@@ -157,7 +168,7 @@ class Lowering {
       offset += s.channels;
       program_.steps.push_back(s);
     }
-    if (offset != plan_.shape(op.output).channels) {
+    if (op.kind == model::OpKind::kConcat && offset != plan_.shape(op.output).channels) {
       return InvalidArgument("concat " + op.name + ": inputs add up to " + std::to_string(offset) +
                              " channels, the output has " +
                              std::to_string(plan_.shape(op.output).channels));
@@ -199,9 +210,11 @@ StatusOr<ConvGeometry> ConvGeometryOf(const model::LayerPlan& plan, int op, int 
   ConvGeometry g;
   g.batch = batch;
   g.groups = def.groups;
-  // Grouped convolutions keep their channels (device_weights.cpp requires multiples of 8).
+  // Grouped convolutions keep their channels (device_weights.cpp requires multiples of 8),
+  // except depthwise ones: one group per device channel, the padding ones zero.
   g.in_channels = def.groups == 1 ? DeviceChannels(in.channels) : in.channels;
   g.out_channels = def.groups == 1 ? DeviceChannels(out.channels) : out.channels;
+  if (IsDepthwise(def)) g.in_channels = g.out_channels = g.groups = DeviceChannels(out.channels);
   g.in_h = in.height;
   g.in_w = in.width;
   g.out_h = out.height;
@@ -215,9 +228,9 @@ StatusOr<ConvGeometry> ConvGeometryOf(const model::LayerPlan& plan, int op, int 
   return g;
 }
 
-constexpr EnumNames<StepKind, StepKind::kOutputLevel> kStepKindNames{
+constexpr EnumNames<StepKind, StepKind::kRawOutput> kStepKindNames{
     {"preprocess", "pad", "conv", "clamp", "max-pool", "group-norm-stats", "group-norm-apply",
-     "upsample-add", "copy-channels", "output-level"}};
+     "upsample-add", "copy-channels", "output-level", "raw-output"}};
 
 const char* StepKindName(StepKind kind) {
   return NameOf(kStepKindNames, kind, "?");
@@ -252,6 +265,8 @@ StatusOr<Program> BuildProgram(const model::LayerPlan& plan, int batch, StorageT
   program.width = plan.input_width();
   program.type = type;
   program.anchors = plan.anchors();
+  program.raw_floats = plan.raw_floats();
+  program.raw_bounds = plan.raw_bounds();
   program.preprocess = PreprocessParamsOf(plan.network().normalization());
   const int element_bytes = StorageBytes(type);
   const std::vector<int64_t> scratch = ScratchBytes(plan, batch, element_bytes);

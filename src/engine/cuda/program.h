@@ -15,7 +15,9 @@
 //     (cuDNN's legacy API pads symmetrically only);
 //   - max-pool, upsample-add: one step each; GroupNorm: a statistics and an apply step;
 //   - concat: one copy step per input, the last also zeroing the output's padding channels;
-//   - output stage: one step per output level into the FP32 conf/loc outputs.
+//     pad-channels: one such step (its input, then zeros);
+//   - output stage: one step per output level into the FP32 conf/loc outputs, one per raw
+//     output into the FP32 raw rows.
 #pragma once
 
 #include <cstdint>
@@ -55,6 +57,7 @@ enum class StepKind {
   kUpsampleAdd,
   kCopyChannels,
   kOutputLevel,
+  kRawOutput,  // in's real channels (channels of in_shape.c) → FP32 rows [n][raw_offset + ...]
 };
 const char* StepKindName(StepKind kind);
 
@@ -74,12 +77,13 @@ struct Step {
   int channels = 0;  // kGroupNorm*: the real channels; kCopyChannels: channels copied
   int groups = 1;
   float eps = 0.0f;
-  int act = kActNone;  // kGroupNormApply
-  int channel_offset = 0;   // kCopyChannels
-  bool last_input = false;  // kCopyChannels
+  int act = kActNone;          // kGroupNormApply
+  int channel_offset = 0;      // kCopyChannels
+  bool last_input = false;     // kCopyChannels
   float lo = 0.0f, hi = 0.0f;  // kClamp over out_shape.elements() values at `out`
   // kOutputLevel
   int score_channel = 0, box_channel = 0, anchors_per_cell = 1, level_offset = 0;
+  int64_t raw_offset = 0;  // kRawOutput: where this output starts in an image's raw values
 };
 
 struct Program {
@@ -88,7 +92,9 @@ struct Program {
   StorageType type = StorageType::kF32;
   ArenaPlan arena;
   std::vector<Step> steps;
-  int anchors = 0;  // output rows per image
+  int anchors = 0;                  // output rows per image
+  int64_t raw_floats = 0;           // raw output values per image (LayerPlan::raw_floats)
+  std::vector<int64_t> raw_bounds;  // LayerPlan::raw_bounds
   // The most groups of any GroupNorm (0: none): the statistics buffer holds 2 · batch · this
   // floats, the workspace GroupNormWorkspaceBytes(batch, this).
   int max_norm_groups = 0;
@@ -97,6 +103,7 @@ struct Program {
   int64_t canvas_bytes() const { return int64_t{batch} * height * width * 3; }
   int64_t conf_floats() const { return int64_t{batch} * anchors; }
   int64_t loc_floats() const { return conf_floats() * 4; }
+  int64_t raw_total_floats() const { return int64_t{batch} * raw_floats; }
 };
 
 // "[n,h,w,c]", for errors.

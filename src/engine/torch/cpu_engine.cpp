@@ -90,7 +90,7 @@ class CpuEngine final : public ModelEngine {
       MOGSERVE_ASSIGN_OR_RETURN(at::Tensor input, Input(batch));
       const torch_backend::PlanOutputs out =
           torch_backend::RunPlan(*plan, *weights_, std::move(input));
-      return Collect(batch, out);
+      return Collect(batch, *plan, out);
     } catch (const c10::Error& e) {
       return Internal(std::string("forward pass failed: ") + e.what_without_backtrace());
     }
@@ -182,7 +182,8 @@ class CpuEngine final : public ModelEngine {
   }
 
   // Copies the first `n` rows of the outputs into plain arrays.
-  static BatchOutputs Collect(const CanvasBatch& batch, const torch_backend::PlanOutputs& out) {
+  static BatchOutputs Collect(const CanvasBatch& batch, const model::LayerPlan& plan,
+                              const torch_backend::PlanOutputs& out) {
     const int64_t n = static_cast<int64_t>(batch.canvases.size());
     const at::Tensor s = out.scores.narrow(0, 0, n).contiguous();
     const at::Tensor b = out.boxes.narrow(0, 0, n).contiguous();
@@ -193,6 +194,12 @@ class CpuEngine final : public ModelEngine {
     o.canvas_height = batch.height;
     o.scores.assign(s.data_ptr<float>(), s.data_ptr<float>() + s.numel());
     o.box_encodings.assign(b.data_ptr<float>(), b.data_ptr<float>() + b.numel());
+    if (out.raw.defined()) {
+      const at::Tensor r = out.raw.narrow(0, 0, n).contiguous();
+      o.raw_floats = r.size(1);
+      o.raw.assign(r.data_ptr<float>(), r.data_ptr<float>() + r.numel());
+      o.raw_offsets = plan.raw_bounds();
+    }
     return o;
   }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include "engine/torch/torch_ops.h"
@@ -160,8 +161,16 @@ at::Tensor RunOp(const model::LayerPlan& plan, int index, const TorchWeights& w,
     case model::OpKind::kConv:
       return RunConv(plan, index, w, tensors);
     case model::OpKind::kMaxPool: {
-      const int64_t pad = plan.padding(index).top;
-      return at::max_pool2d(x, {op.kernel, op.kernel}, {op.stride, op.stride}, {pad, pad});
+      const model::ResolvedPadding& pad = plan.padding(index);
+      if (pad.top == pad.left && pad.symmetric()) {
+        return at::max_pool2d(x, {op.kernel, op.kernel}, {op.stride, op.stride},
+                              {pad.top, pad.left});
+      }
+      // Sides that differ: the -inf border written out (max_pool2d pads symmetrically only).
+      const at::Tensor padded = at::constant_pad_nd(x, {pad.left, pad.right, pad.top, pad.bottom},
+                                                    -std::numeric_limits<double>::infinity())
+                                    .contiguous(x.suggest_memory_format());
+      return at::max_pool2d(padded, {op.kernel, op.kernel}, {op.stride, op.stride}, {0, 0});
     }
     case model::OpKind::kGroupNorm: {
       const model::NormDef& d = net.norms()[op.def];
@@ -175,12 +184,29 @@ at::Tensor RunOp(const model::LayerPlan& plan, int index, const TorchWeights& w,
       for (int t : op.inputs) parts.push_back(Float(tensors[t]));
       return at::cat(parts, 1);
     }
+    case model::OpKind::kPadChannels: {
+      const int64_t extra = plan.shape(op.output).channels - x.size(1);
+      const at::Tensor zeros = at::zeros({x.size(0), extra, x.size(2), x.size(3)},
+                                         x.options().memory_format(x.suggest_memory_format()));
+      return at::cat({x, zeros}, 1);
+    }
   }
   return {};
 }
 
+// The raw outputs: each tensor's images as [H, W, C] rows, the outputs side by side per image.
+at::Tensor RawOutputs(const model::LayerPlan& plan, const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> parts;
+  for (int t : plan.network().raw_outputs()) {
+    const at::Tensor y = Float(tensors[t]);
+    parts.push_back(y.permute({0, 2, 3, 1}).reshape({y.size(0), -1}).to(at::kFloat));
+  }
+  return parts.empty() ? at::Tensor() : at::cat(parts, 1).contiguous();
+}
+
 // The output stage: per level, NCHW → NHWC rows of (anchor, value); levels concatenated.
-PlanOutputs OutputStage(const model::LayerPlan& plan, const std::vector<at::Tensor>& tensors) {
+PlanOutputs OutputStage(const model::LayerPlan& plan, const std::vector<at::Tensor>& tensors,
+                        int64_t n_images) {
   std::vector<at::Tensor> logits, boxes;
   for (const model::OutputLevel& level : plan.network().outputs()) {
     const int64_t a = level.anchors_per_cell;
@@ -197,7 +223,8 @@ PlanOutputs OutputStage(const model::LayerPlan& plan, const std::vector<at::Tens
           b.permute({0, 2, 3, 1}).narrow(3, level.box_channel, 4 * a).reshape({n, -1, 4}));
     }
   }
-  return {at::sigmoid(at::cat(logits, 1).to(at::kFloat)), at::cat(boxes, 1).to(at::kFloat)};
+  if (logits.empty()) return {at::empty({n_images, 0}), at::empty({n_images, 0, 4}), {}};
+  return {at::sigmoid(at::cat(logits, 1).to(at::kFloat)), at::cat(boxes, 1).to(at::kFloat), {}};
 }
 
 }  // namespace
@@ -241,6 +268,7 @@ void AddInt8Convs(const model::Network& net, const model::ActivationScales& scal
   for (const model::OutputLevel& level : net.outputs()) {
     output_tensor[level.score_tensor] = output_tensor[level.box_tensor] = true;
   }
+  for (int t : net.raw_outputs()) output_tensor[t] = true;
   w->int8.assign(net.ops().size(), nullptr);
   for (size_t i = 0; i < net.ops().size(); ++i) {
     const model::Op& op = net.ops()[i];
@@ -259,10 +287,15 @@ void AddInt8Convs(const model::Network& net, const model::ActivationScales& scal
     c->output = ParamsOf(o, c->relu);
     // TF SAME with stride > 1 pads asymmetrically on even sizes: pad explicitly at run time.
     // Stride 1 (odd kernels) is symmetric at every size.
-    c->explicit_padding = op.padding.tf_same && op.stride > 1;
-    const int64_t pad = c->explicit_padding  ? 0
-                        : op.padding.tf_same ? (op.kernel - 1) / 2 * op.dilation
-                                             : op.padding.pad;
+    // Fixed sides that differ (an ONNX file's pads) too.
+    const model::Padding& p = op.padding;
+    const bool uneven_sides =
+        p.fixed_sides && (p.top != p.bottom || p.left != p.right || p.top != p.left);
+    c->explicit_padding = (p.tf_same && op.stride > 1) || uneven_sides;
+    const int64_t pad = c->explicit_padding ? 0
+                        : p.tf_same         ? (op.kernel - 1) / 2 * op.dilation
+                        : p.fixed_sides     ? p.top
+                                            : p.pad;
     const at::Tensor weight = w->conv_weight[op.def].to(at::kFloat).contiguous();
     const at::Tensor channel_scale =
         (weight.abs().amax({1, 2, 3}).clamp_min(1e-12) / 127.0).to(at::kDouble);
@@ -300,6 +333,7 @@ PlanOutputs RunPlan(const model::LayerPlan& plan, const TorchWeights& weights, a
                     const TensorObserver* observe) {
   const model::Network& net = plan.network();
   std::vector<at::Tensor> tensors(net.tensor_channels().size());
+  const int64_t images = input.size(0);
   tensors[0] = std::move(input);
   if (observe != nullptr) (*observe)(0, tensors[0]);
   const int ops = static_cast<int>(net.ops().size());
@@ -312,7 +346,9 @@ PlanOutputs RunPlan(const model::LayerPlan& plan, const TorchWeights& weights, a
       if (plan.last_use(in) == i) tensors[in].reset();
     }
   }
-  return OutputStage(plan, tensors);
+  PlanOutputs out = OutputStage(plan, tensors, images);
+  out.raw = RawOutputs(plan, tensors);
+  return out;
 }
 
 }  // namespace mogserve::engine::torch_backend

@@ -81,6 +81,7 @@ TorchWeights MakeTorchWeights(const model::Network& net, const model::PreparedWe
 struct PlanOutputs {
   at::Tensor scores;  // [N, anchors] float32, sigmoid applied
   at::Tensor boxes;   // [N, anchors, 4] float32
+  at::Tensor raw;     // [N, plan.raw_floats()] float32; undefined without raw outputs
 };
 
 // input: [N, 3, H, W] normalised, in weights.dtype (channels-last when weights.channels_last),

@@ -168,7 +168,27 @@ void RunOp(const LayerPlan& plan, const PreparedWeights& weights, int index,
       out.clear();
       for (int t : op.inputs) out.insert(out.end(), tensors[t].begin(), tensors[t].end());
       break;
+    case OpKind::kPadChannels:
+      out = tensors[op.inputs[0]];
+      out.resize(static_cast<size_t>(plan.shape(op.output).elements()), 0.0);
+      break;
   }
+}
+
+// Each raw output's [C, H, W] values as [H, W, C], side by side.
+std::vector<double> RawOutputs(const LayerPlan& plan, const std::vector<Buffer>& tensors) {
+  std::vector<double> raw(static_cast<size_t>(plan.raw_floats()));
+  const auto& outputs = plan.network().raw_outputs();
+  for (size_t r = 0; r < outputs.size(); ++r) {
+    const TensorShape& s = plan.shape(outputs[r]);
+    const size_t plane = static_cast<size_t>(s.height) * s.width;
+    const Buffer& t = tensors[outputs[r]];
+    double* dst = raw.data() + plan.raw_offset(static_cast<int>(r));
+    for (size_t p = 0; p < plane; ++p) {
+      for (int c = 0; c < s.channels; ++c) dst[p * s.channels + c] = t[c * plane + p];
+    }
+  }
+  return raw;
 }
 
 ReferenceOutputs OutputStage(const LayerPlan& plan, const std::vector<Buffer>& tensors) {
@@ -214,7 +234,9 @@ StatusOr<ReferenceOutputs> RunReference(const LayerPlan& plan, const PreparedWei
       if (plan.last_use(in) == i) Buffer().swap(tensors[in]);
     }
   }
-  return OutputStage(plan, tensors);
+  ReferenceOutputs out = OutputStage(plan, tensors);
+  out.raw = RawOutputs(plan, tensors);
+  return out;
 }
 
 }  // namespace mogserve::model

@@ -15,9 +15,11 @@ namespace mogserve::model {
 
 // The output stage of one image: scores = sigmoid(score logits) [anchors], boxes [anchors, 4],
 // anchors in the plan's order (level-major, rows, columns, anchor).
+// raw: the raw outputs, each [H, W, C], side by side (LayerPlan::raw_offset).
 struct ReferenceOutputs {
   std::vector<double> scores;
   std::vector<double> boxes;
+  std::vector<double> raw;
 };
 
 // input_chw: 3 x plan.input_height() x plan.input_width(), already normalised

@@ -142,11 +142,12 @@ struct SmallNet {
   model::PreparedWeights weights;
 };
 
-SmallNet MakeSmallNet(int depthwise_channels = 16) {
+// groups 0: depthwise (one group per channel).
+SmallNet MakeSmallNet(int depthwise_channels = 16, int groups = 0) {
   model::NetworkBuilder b("small");
   const int stem = b.AddTorchConv("stem", 5, 3, 3, true);
-  const int dw =
-      b.AddTorchConv("dw", depthwise_channels, depthwise_channels, 3, true, "", depthwise_channels);
+  const int dw = b.AddTorchConv("dw", depthwise_channels, depthwise_channels, 3, true, "",
+                                groups > 0 ? groups : depthwise_channels);
   const int pw = b.AddTorchConv("pw", depthwise_channels, 5, 1, true);
   model::NetworkBuilder::ConvArgs args;
   args.padding.pad = 1;
@@ -240,8 +241,26 @@ TEST(DeviceWeightsTest, KrscLayoutWithZeroPadding) {
   EXPECT_EQ(f32->convs[1].in_channels / f32->convs[1].groups, 1);  // depthwise: [16, 3, 3, 1]
 }
 
-TEST(DeviceWeightsTest, ErrorsNameTheProblem) {
+TEST(DeviceWeightsTest, DepthwiseChannelsArePaddedToTheDevicesWithZeroKernels) {
   const SmallNet odd = MakeSmallNet(12);  // a depthwise conv over 12 channels
+  auto r = PrepareDeviceWeights(*odd.net, odd.weights, Precision::kFp32);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const DeviceConvWeights& dw = r->convs[1];
+  EXPECT_EQ(dw.groups, 16);
+  EXPECT_EQ(dw.in_channels, 16);
+  EXPECT_EQ(dw.out_channels, 16);
+  EXPECT_EQ(dw.real_out_channels, 12);
+  ASSERT_EQ(dw.weight.size(), 16u * 9 * 4);
+  for (size_t i = 0; i < 16 * 9; ++i) {
+    // KRSC with one channel per group: channel o's 9 taps, the real ones coded 1 + OIHW index.
+    const float want = i < 12 * 9 ? 1.0f + static_cast<float>(i) : 0.0f;
+    EXPECT_EQ(StoredValue(dw.weight, i, StorageType::kF32), want) << i;
+  }
+  for (int o = 12; o < 16; ++o) EXPECT_EQ(StoredValue(dw.bias, o, StorageType::kF32), 0.0f);
+}
+
+TEST(DeviceWeightsTest, ErrorsNameTheProblem) {
+  const SmallNet odd = MakeSmallNet(12, 6);  // six groups of 2 channels
   auto r = PrepareDeviceWeights(*odd.net, odd.weights, Precision::kFp16);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);

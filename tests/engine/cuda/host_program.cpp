@@ -53,6 +53,7 @@ class HostRun {
                                    const std::vector<int>& picture_size) {
     out_.conf.assign(static_cast<size_t>(p_.conf_floats()), NAN);
     out_.loc.assign(static_cast<size_t>(p_.loc_floats()), NAN);
+    out_.raw.assign(static_cast<size_t>(p_.raw_total_floats()), NAN);
     for (size_t i = 0; i < p_.steps.size(); ++i) {
       const Status st = RunStep(p_.steps[i], canvases, picture_size);
       if (!st.ok()) {
@@ -113,6 +114,8 @@ class HostRun {
         return CopyChannels(s);
       case StepKind::kOutputLevel:
         return OutputLevel(s);
+      case StepKind::kRawOutput:
+        return RawOutput(s);
     }
     return InvalidArgument("unknown step kind");
   }
@@ -334,6 +337,24 @@ class HostRun {
             out_.loc[row * 4 + k] =
                 box[(n * plane + px) * s.in2_shape.c + s.box_channel + 4 * a + k];
           }
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status RawOutput(const Step& s) {
+    MOGSERVE_ASSIGN_OR_RETURN(const std::vector<float> x, Read(s.in, s.in_shape, "raw output"));
+    const int64_t plane = int64_t{s.in_shape.h} * s.in_shape.w;
+    if (s.channels < 1 || s.channels > s.in_shape.c ||
+        s.raw_offset + plane * s.channels > p_.raw_floats) {
+      return InvalidArgument("raw output beyond an image's raw values");
+    }
+    for (int n = 0; n < s.in_shape.n; ++n) {
+      for (int64_t px = 0; px < plane; ++px) {
+        for (int c = 0; c < s.channels; ++c) {
+          out_.raw[n * p_.raw_floats + s.raw_offset + px * s.channels + c] =
+              x[(n * plane + px) * s.in_shape.c + c];
         }
       }
     }

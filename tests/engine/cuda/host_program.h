@@ -19,6 +19,7 @@ namespace mogserve::engine::cuda {
 struct HostProgramOutputs {
   std::vector<float> conf;  // [batch, anchors]
   std::vector<float> loc;   // [batch, anchors, 4]
+  std::vector<float> raw;   // [batch, raw_floats]
 };
 
 // canvases: program.batch pictures of height x width x 3 bytes; picture_size: per canvas the

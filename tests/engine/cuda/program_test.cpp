@@ -11,15 +11,22 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 
-#include "model/model_registry.h"
 #include "host_program.h"
-#include "parity_support.h"
+#include "image/decode.h"
+#include "image/resize.h"
+#include "model/input_normalization.h"
+#include "model/model_registry.h"
 #include "model/mogface/mogface_network.h"
+#include "model/onnx/onnx_network.h"
+#include "model/prepared_weights.h"
 #include "model/reference/reference_executor.h"
 #include "model/ssd_mobilenet_v1.h"
+#include "parity_support.h"
 
 namespace mogserve::engine::cuda {
 namespace {
@@ -150,8 +157,8 @@ TEST_P(ProgramParityTest, HostRunOfTheStepsMatchesTheReference) {
                          Bound{Precision::kBf16, ssd ? 2e-2 : 1e-2, ssd ? 7e-2 : 2e-2}}) {
     SCOPED_TRACE(PrecisionName(b.precision));
     const ParityErrors e = Run(b.precision);
-    std::printf("%s %dx%d %s: max |dconf| %.3g, |dloc|/|loc| %.3g\n", GetParam().name,
-                GetParam().w, GetParam().h, PrecisionName(b.precision), e.conf, e.loc_rel);
+    std::printf("%s %dx%d %s: max |dconf| %.3g, |dloc|/|loc| %.3g\n", GetParam().name, GetParam().w,
+                GetParam().h, PrecisionName(b.precision), e.conf, e.loc_rel);
     EXPECT_TRUE(e.finite);
     EXPECT_LE(e.conf, b.conf);
     EXPECT_LE(e.loc_rel, b.loc_rel);
@@ -178,6 +185,80 @@ TEST_P(MisplacedOutputTest, IsCaught) {
   if (!out.ok()) return;  // pushed past the end of the arena: also caught
   const ParityErrors e = CompareOutputs(out->conf, out->loc, reference_);
   EXPECT_FALSE(e.finite && e.conf <= 1e-4 && e.loc_rel <= 1e-4);
+}
+
+// An imported ONNX network (MediaPipe's BlazeFace front, 128²): fixed-sides padding, channel
+// padding (a copy step zeroing the rest), depthwise convolutions over channels that are not
+// multiples of 8, and raw outputs, against the reference's raw values, on two real photos
+// letterboxed into the canvas. FP32 and FP16 (measured 3.5e-7 and 3.5e-4). BF16 is left out: its
+// outputs differ from the reference by 0.24 (relative L2) on these photos and 0.14 on
+// MakeParityInputs' noise, far more than BF16's 8-bit rounding explains next to FP16's result —
+// not understood yet (stop 41's note); the BF16 CUDA path is not offered for ONNX models.
+TEST(ProgramTest, ImportedBlazeFaceRawOutputsMatchTheReference) {
+  auto graph = model::onnx::ReadModel(std::string(MOGSERVE_MODELS_DIR) +
+                                      "/blazeface/face_detection_front_128x128_barracuda.onnx");
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  auto sg = model::onnx::StaticGraph::Infer(
+      std::make_shared<const model::onnx::Graph>(std::move(*graph)), 1, 128, 128);
+  ASSERT_TRUE(sg.ok()) << sg.status().ToString();
+  model::InputNormalization norm;
+  for (int c = 0; c < 3; ++c) norm.mean[c] = norm.divisor[c] = 127.5;
+  auto imported = model::onnx::ImportNetwork(*sg, "blazeface", norm);
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  const model::Network& net = *imported->network;
+  auto prepared = model::PrepareWeights(net, imported->weights, "blazeface");
+  ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+  auto plan = PlanOf(imported->network, 128, 128);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ParityInputs inputs;
+  for (const char* name : {"sample2.jpg", "grace_hopper.jpg"}) {
+    std::ifstream in(std::string(MOGSERVE_TEST_DATA_DIR) + "/photos/" + name, std::ios::binary);
+    auto photo = image::Decode(std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {}));
+    ASSERT_TRUE(photo.ok()) << name;
+    const image::Letterbox box =
+        image::FitLetterbox(photo->image.width, photo->image.height, 128, 128);
+    inputs.canvases.push_back(image::RenderLetterbox(photo->image, box).data);
+    inputs.picture_size.insert(inputs.picture_size.end(), {box.content_width, box.content_height});
+    inputs.pictures.push_back(image::Resize(photo->image, box.content_width, box.content_height));
+  }
+  std::vector<std::vector<double>> want;
+  for (const image::Image& picture : inputs.pictures) {
+    auto r = model::RunReference(*plan, *prepared, model::NormalizePlanar(norm, picture, 128, 128));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    want.push_back(r->raw);
+  }
+  struct Bound {
+    Precision precision;
+    double rel;
+  };
+  for (const Bound& b : {Bound{Precision::kFp32, 1e-5}, Bound{Precision::kFp16, 5e-3}}) {
+    SCOPED_TRACE(PrecisionName(b.precision));
+    auto weights = PrepareDeviceWeights(net, *prepared, b.precision);
+    ASSERT_TRUE(weights.ok()) << weights.status().ToString();
+    auto program = BuildProgram(*plan, 2, StorageTypeOf(b.precision));
+    ASSERT_TRUE(program.ok()) << program.status().ToString();
+    EXPECT_EQ(program->raw_floats, plan->raw_floats());
+    int raw_steps = 0;
+    for (const Step& s : program->steps) raw_steps += s.kind == StepKind::kRawOutput;
+    EXPECT_EQ(raw_steps, 4);
+    auto out = RunProgramOnHost(*program, *weights, inputs.canvases, inputs.picture_size);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_EQ(out->raw.size(), 2 * want[0].size());
+    double d2 = 0, n2 = 0;
+    bool finite = true;
+    for (size_t i = 0; i < 2; ++i) {
+      for (size_t k = 0; k < want[i].size(); ++k) {
+        const double got = out->raw[i * want[i].size() + k];
+        finite = finite && std::isfinite(got);
+        d2 += (got - want[i][k]) * (got - want[i][k]);
+        n2 += want[i][k] * want[i][k];
+      }
+    }
+    const double rel = std::sqrt(d2 / n2);
+    std::printf("blazeface 128x128 %s: |draw|/|raw| %.3g\n", PrecisionName(b.precision), rel);
+    EXPECT_TRUE(finite);
+    EXPECT_LE(rel, b.rel);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Networks, ProgramParityTest,

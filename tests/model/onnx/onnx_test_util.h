@@ -76,6 +76,12 @@ class ModelWriter {
     a->set_type(::onnx::AttributeProto::INT);
     a->set_i(value);
   }
+  static void FloatAttr(::onnx::NodeProto* n, const std::string& name, float value) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::FLOAT);
+    a->set_f(value);
+  }
   static void StringAttr(::onnx::NodeProto* n, const std::string& name, const std::string& v) {
     auto* a = n->add_attribute();
     a->set_name(name);
