@@ -190,10 +190,13 @@ TEST_P(MisplacedOutputTest, IsCaught) {
 // An imported ONNX network (MediaPipe's BlazeFace front, 128²): fixed-sides padding, channel
 // padding (a copy step zeroing the rest), depthwise convolutions over channels that are not
 // multiples of 8, and raw outputs, against the reference's raw values, on two real photos
-// letterboxed into the canvas. FP32 and FP16 (measured 3.5e-7 and 3.5e-4). BF16 is left out: its
-// outputs differ from the reference by 0.24 (relative L2) on these photos and 0.14 on
-// MakeParityInputs' noise, far more than BF16's 8-bit rounding explains next to FP16's result —
-// not understood yet (stop 41's note); the BF16 CUDA path is not offered for ONNX models.
+// letterboxed into the canvas. FP32 and FP16 (measured 3.5e-7 and 3.5e-4). Not BF16: on
+// sample2.jpg this network's activations reach ~1.2e4, and BF16's 8-bit rounding at every store
+// then moves its outputs by 0.24 (relative L2) from the FP64 reference — BF16 itself, not the
+// lowering: the same network in NumPy with every stored tensor and weight rounded to BF16 is
+// 0.26 off (FP16: 1.6e-3; on grace_hopper.jpg 1.1 % and 7.5e-4; blazeface_precision.py in
+// tests/reference), so a bound there would prove nothing about the steps. BF16 suits networks
+// with normalised activations (MogFace, the SSD).
 TEST(ProgramTest, ImportedBlazeFaceRawOutputsMatchTheReference) {
   auto graph = model::onnx::ReadModel(std::string(MOGSERVE_MODELS_DIR) +
                                       "/blazeface/face_detection_front_128x128_barracuda.onnx");
