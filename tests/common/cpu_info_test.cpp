@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "common/fma_peak.h"
@@ -110,8 +111,11 @@ TEST(CpuInfo, DetectionAgreesWithProcCpuinfo) {
 #endif
 }
 
-// The FMA loop reaches a plausible FP32 rate: at least 1 GFLOP/s a thread with AVX2 (any x86-64
-// core of the last decade does 8+), capped loop included.
+// The FMA loop runs the widest vectors the CPU has (capped loop included) and reports a rate. In an
+// optimised build that rate must be plausible for the CPU: at least 1 GFLOP/s a thread with AVX2
+// (any x86-64 core of the last decade does 8+). A Debug build (the ASan/UBSan step) runs the loop
+// unoptimised, every intrinsic through memory, and measures the build, not the CPU: 0.93 GFLOP/s
+// on a Zen 3.
 TEST(FmaPeak, MeasuresTheWidestLoopTheCpuHas) {
   const FmaPeak peak = MeasureFmaPeak(1, 0.2);
   const CpuFeatures& cpu = HostCpu();
@@ -119,7 +123,11 @@ TEST(FmaPeak, MeasuresTheWidestLoopTheCpuHas) {
   EXPECT_EQ(peak.threads, 1);
   EXPECT_EQ(peak.vector_bits, cpu.avx512f ? 512 : 256);
   EXPECT_EQ(peak.isa, cpu.avx512f ? "avx512f" : "avx2+fma");
+  EXPECT_TRUE(std::isfinite(peak.gflops));
+  EXPECT_GT(peak.gflops, 0.0);
+#ifdef NDEBUG
   EXPECT_GT(peak.gflops, 1.0);
+#endif
 }
 
 }  // namespace
