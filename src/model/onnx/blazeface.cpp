@@ -4,16 +4,15 @@
 #include <cmath>
 #include <numeric>
 
+#include "mogserve/result.h"
+
 namespace mogserve::model::onnx {
 namespace {
 
-float IoU(const BlazeFaceDetection& a, const BlazeFaceDetection& b) {
-  const float w = std::min(a.x2, b.x2) - std::max(a.x1, b.x1);
-  const float h = std::min(a.y2, b.y2) - std::max(a.y1, b.y1);
-  if (w <= 0 || h <= 0) return 0;
-  const float inter = w * h;
-  const float uni = (a.x2 - a.x1) * (a.y2 - a.y1) + (b.x2 - b.x1) * (b.y2 - b.y1) - inter;
-  return uni > 0 ? inter / uni : 0;
+// The project's one IoU (mogserve/result.h) on the two boxes.
+float BoxIoU(const BlazeFaceDetection& a, const BlazeFaceDetection& b) {
+  return IoU(Detection{a.x1, a.y1, a.x2, a.y2, a.score},
+             Detection{b.x1, b.y1, b.x2, b.y2, b.score});
 }
 
 }  // namespace
@@ -104,7 +103,7 @@ std::vector<BlazeFaceDetection> DecodeBlazeFace(const BlazeFaceConfig& config,
     double total = 0, box[4] = {0, 0, 0, 0};
     double keypoints[kBlazeFaceKeypoints][2] = {};
     for (size_t j = top; j < candidates.size(); ++j) {
-      if (taken[j] || IoU(candidates[top], candidates[j]) <= nms_iou) continue;
+      if (taken[j] || BoxIoU(candidates[top], candidates[j]) <= nms_iou) continue;
       taken[j] = true;
       const BlazeFaceDetection& c = candidates[j];
       total += c.score;
