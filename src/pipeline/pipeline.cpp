@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 #include <utility>
 
 #include "common/clock.h"
@@ -81,6 +82,12 @@ struct Pipeline::Worker {
   std::optional<scheduler::BatchPlan> job;  // guarded by mu_; set = busy
   TimePoint started_at{};                   // guarded by mu_; when job's Forward began
   engine::CanvasBatch batch;                // the worker's own, reused for every batch
+  // The (bucket, padded batch size) shapes this engine has run (guarded by mu_). A shape's first
+  // pass is cold - the engine allocates, creates its kernels, faults its pages in (1.75 s for
+  // the SSD's 73 ms pass on one AVX2 machine) - so it is not a sample of the latency model:
+  // one such sample made every frame of a live stream hopeless for 5 s. The warm-up's shapes
+  // (latency_seed, measured on the first engine) are warm there already.
+  std::set<std::pair<int, int>> warm_shapes;
   std::thread thread;
 };
 
@@ -140,6 +147,11 @@ void Pipeline::Start() {
     auto worker = std::make_unique<Worker>();
     worker->index = static_cast<int>(i);
     worker->engine = engines_[i];
+    if (i == 0) {
+      for (const LatencySample& s : options_.latency_seed) {
+        worker->warm_shapes.emplace(s.bucket, s.batch_size);
+      }
+    }
     workers_.push_back(std::move(worker));
   }
   for (auto& worker : workers_) {
@@ -420,7 +432,11 @@ void Pipeline::FinishBatchLocked(Worker* w, const scheduler::BatchPlan& plan,
     stats_.batch_size_counts.resize(plan.batch_size + 1, 0);
   }
   ++stats_.batch_size_counts[plan.batch_size];
-  if (report.ok) {
+  const bool cold =
+      report.ok && w->warm_shapes.emplace(plan.bucket, report.padded_batch_size).second;
+  if (cold) {
+    ++stats_.cold_batches;
+  } else if (report.ok) {
     ScopedSchedulerTime timed(&stats_.scheduler_seconds);
     policy_->OnBatchCompleted(plan.bucket, report.padded_batch_size, latency);
   } else {

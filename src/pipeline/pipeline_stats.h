@@ -25,6 +25,7 @@ struct PipelineStats {
 
   int64_t batches = 0;         // forward passes run (failed ones included)
   int64_t failed_batches = 0;  // of which the engine failed
+  int64_t cold_batches = 0;    // of which an engine's first of their shape: not latency samples
   int64_t batched_requests = 0;
   int64_t padded_rows = 0;                 // rows run beyond the requests (planned sizes)
   std::vector<int64_t> batch_size_counts;  // [n] = batches of n requests

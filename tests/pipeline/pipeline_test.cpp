@@ -326,6 +326,46 @@ TEST(PipelineTest, HopelessDeadlineIsRejectedAtAdmission) {
   EXPECT_TRUE(h.recorder.batches().empty());
 }
 
+// A shape's first pass on an engine is cold (allocations, kernel creation, page faults): were it
+// a latency sample, one slow start would make every frame of a live stream hopeless until the
+// stale-estimate probe (5 s) - what a slow AVX2 machine did to detect-video's live sources.
+TEST(PipelineTest, AnEnginesFirstPassOfAShapeIsNotALatencySample) {
+  Harness h(Config(Policy::kContinuous, 1));
+  const uint64_t first = h.Submit(0, Priority::kStream, "cam", milliseconds(1000), true);
+  h.time.Advance(milliseconds(5));
+  h.engine().WaitForCalls(1);
+  h.Finish(h.engine(), milliseconds(1750));
+  EXPECT_EQ(h.recorder.WaitFor(first).outcome, Outcome::kDone);
+  // Learnt from the cold pass, 1750 ms would exceed this frame's 1000 ms.
+  const uint64_t second = h.Submit(1, Priority::kStream, "cam", milliseconds(1000), true);
+  ASSERT_EQ(h.queued() + h.running(), 1)
+      << "refused: " << h.recorder.WaitFor(second).status.ToString();
+  h.time.Advance(milliseconds(5));
+  h.engine().WaitForCalls(2);
+  h.Finish(h.engine(), milliseconds(100));
+  EXPECT_EQ(h.recorder.WaitFor(second).outcome, Outcome::kDone);
+  // The warm pass is learnt: 100 ms cannot meet 50 ms.
+  const uint64_t third = h.Submit(2, Priority::kStream, "cam", milliseconds(50), true);
+  ASSERT_EQ(h.queued() + h.running(), 0) << "admitted: the warm pass was not learnt";
+  EXPECT_EQ(h.recorder.WaitFor(third).outcome, Outcome::kRejectedDeadline);
+  EXPECT_EQ(h.pipeline->Stats().cold_batches, 1);
+}
+
+// The warm-up ran its shapes on the first engine: their first pass there is a sample.
+TEST(PipelineTest, TheWarmUpsShapesAreWarmOnTheFirstEngine) {
+  Harness h(Config(Policy::kContinuous, 1), 1, {{0, 1, milliseconds(10)}});
+  const uint64_t first = h.Submit(0);
+  h.time.Advance(milliseconds(5));
+  h.engine().WaitForCalls(1);
+  h.Finish(h.engine(), milliseconds(110));
+  EXPECT_EQ(h.recorder.WaitFor(first).outcome, Outcome::kDone);
+  // The model's mean is now (10 + 110) / 2 = 60 ms; the seed alone would admit 40 ms.
+  const uint64_t second = h.Submit(1, Priority::kApi, "c", milliseconds(40));
+  ASSERT_EQ(h.queued() + h.running(), 0) << "admitted: the warm-up's shape counted as cold";
+  EXPECT_EQ(h.recorder.WaitFor(second).outcome, Outcome::kRejectedDeadline);
+  EXPECT_EQ(h.pipeline->Stats().cold_batches, 0);
+}
+
 TEST(PipelineTest, QueuedRequestPastItsDeadlineIsRejectedBeforeItRuns) {
   Harness h(Config(Policy::kContinuous, 1), 1, {{0, 1, milliseconds(10)}});
   h.Submit(0);
