@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -26,6 +27,7 @@
 #ifdef MOGSERVE_WITH_VIDEO
 #include "pipeline/pipeline.h"
 #include "scheduler/scheduler_config.h"
+#include "video/source_url.h"
 #include "video/stream_ingest.h"
 #endif
 
@@ -46,7 +48,7 @@ struct DetectVideoFlags {
   bool quiet = false;
   std::string save_frames;            // a folder: frames with faces, boxes drawn
   double save_frames_interval_s = 1;  // at most one saved frame per this much video, per stream
-  DetectorOptions options;  // the model and input groups of the option table
+  DetectorOptions options;            // the model and input groups of the option table
 };
 
 #ifdef MOGSERVE_WITH_VIDEO
@@ -113,8 +115,8 @@ void PrintSummary(const video::StreamIngest& s, const std::string& id) {
                static_cast<long long>(c.decoded), static_cast<long long>(c.dropped_catchup),
                static_cast<long long>(c.corrupt), static_cast<long long>(c.sampled_out),
                static_cast<long long>(c.submitted), static_cast<long long>(c.detected),
-               static_cast<long long>(c.superseded),
-               static_cast<long long>(c.expired), static_cast<long long>(c.failed));
+               static_cast<long long>(c.superseded), static_cast<long long>(c.expired),
+               static_cast<long long>(c.failed));
 }
 
 using LineWriter = std::function<void(const nlohmann::json&)>;
@@ -223,6 +225,26 @@ int RunDetectVideo(const DetectVideoFlags& flags) {
   std::ostream& out = output.stream();
 
   DetectorOptions options = BatchJobOptions(flags.options, flags.job);
+  // Paced sources (live URLs, --realtime) lose the frames that arrive during a cold forward
+  // pass - an engine's first of a batch shape: 1.75 s for the SSD's 73 ms one on an AVX2 CI
+  // machine - so their pipeline warms its batch shapes up before the streams open, as serve's
+  // does, and pads batches to them. A paced stream queues at most one frame, so with paced
+  // sources only a batch holds at most one frame of each: the sizes up to the sources' count.
+  const auto live = [](const std::string& url) {
+    const auto scheme = video::ParseSourceScheme(url);
+    return scheme.ok() && video::IsLive(*scheme);
+  };
+  const size_t live_count = std::count_if(flags.sources.begin(), flags.sources.end(), live);
+  if (flags.realtime || live_count > 0) {
+    const bool all_paced = flags.realtime || live_count == flags.sources.size();
+    const int most = all_paced ? static_cast<int>(flags.sources.size()) : flags.job.batch_size;
+    options.plan_batch_sizes.clear();
+    for (int size : kDefaults.plan_batch_sizes) {
+      options.plan_batch_sizes.push_back(size);
+      if (size >= most) break;
+    }
+    options.pad_batches = true;
+  }
   opt::OptionNames names = opt::OptionNames::Flags();
   names.Rename("scheduler", "--policy").Rename("max_batch_size", "--batch-size");
   auto checked = CheckAndLoadEngines(options, names);

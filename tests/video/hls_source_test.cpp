@@ -61,7 +61,11 @@ TEST(DetectVideoHls, JoinsALivePlaylistAtItsNewestSegmentAndFollowsIt) {
                    "http://127.0.0.1:" + std::to_string(port) + "/live.m3u8"});
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
   const std::vector<nlohmann::json> lines = ParseJsonLines(r.out);
-  ASSERT_GE(lines.size(), 10u) << r.out;
+  // How many samples are left to answer depends on when the reader joined (the newest segment
+  // once the model is loaded and warm: later on a slower or busier machine) and on the engine's
+  // speed, so no count is asserted beyond two; where it joined and that it followed the playlist
+  // to its end, answering each sample with its own frame's faces, are.
+  ASSERT_GE(lines.size(), 2u) << r.out;
   // Joined at a segment boundary: the reader's frame 0 is clip frame 25 k. Find k from the
   // first line (Grace Hopper's position), then every line must match its own clip frame.
   int offset = -1;
