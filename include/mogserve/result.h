@@ -9,9 +9,19 @@ namespace mogserve {
 
 // One face. Coordinates are pixels of the original picture after EXIF orientation, x to the
 // right and y down, (x1, y1) the top-left and (x2, y2) the bottom-right corner.
+struct Point {
+  float x = 0, y = 0;
+};
+
+// Where the five landmarks of a face are, in Detection::landmarks (insightface's order; left and
+// right as seen in the picture, not the subject's).
+enum Landmark { kLeftEye = 0, kRightEye, kNose, kLeftMouth, kRightMouth, kNumLandmarks };
+
 struct Detection {
   float x1 = 0, y1 = 0, x2 = 0, y2 = 0;
   float score = 0;  // 0..1
+  // The face's five landmarks (Landmark order) when the model gives them; empty otherwise.
+  std::vector<Point> landmarks;
 
   float width() const { return x2 - x1; }
   float height() const { return y2 - y1; }

@@ -20,9 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Where scripts/setup.sh puts the embedded SSD-MobileNetV1, under models/.
-constexpr const char* kDefaultModelFolder = "ssd_mobilenetv1";
-
 // Prefixes an error with the option it came from.
 Status OptionError(const std::string& option, const Status& status) {
   return Status(status.code(), option + ": " + status.message());
@@ -36,7 +33,7 @@ bool IsDirectory(const fs::path& p) {
 // The model installed with mogserve (<datadir>/mogserve/models/<folder>), found from the folder of
 // the binary holding this code: the installed libmogserve.so (in <libdir>) or the mogserve
 // executable (in <bindir>); CMake compiles in both relative paths. Empty when neither exists.
-std::string InstalledModelDir() {
+std::string InstalledModelDir(std::string_view model_folder) {
   Dl_info where{};
   if (dladdr(reinterpret_cast<const void*>(&InstalledModelDir), &where) == 0 ||
       where.dli_fname == nullptr) {
@@ -46,7 +43,7 @@ std::string InstalledModelDir() {
   const fs::path folder = fs::canonical(where.dli_fname, ec).parent_path();
   if (ec) return "";
   for (const char* to_models : {MOGSERVE_LIBDIR_TO_MODELS, MOGSERVE_BINDIR_TO_MODELS}) {
-    const fs::path dir = folder / to_models / kDefaultModelFolder;
+    const fs::path dir = folder / to_models / model_folder;
     if (IsDirectory(dir)) return dir.lexically_normal().string();
   }
   return "";
@@ -63,14 +60,13 @@ scheduler::Duration FromMs(double ms) {
 
 }  // namespace
 
-std::string ResolveModelDir(const std::string& option) {
+std::string ResolveModelDir(const std::string& option, std::string_view model_folder) {
   if (!option.empty()) return option;
-  if (const char* env = std::getenv("MOGSERVE_MODEL_DIR"); env != nullptr && *env != '\0') {
-    return env;
-  }
-  const std::string relative = std::string("models/") + kDefaultModelFolder;
+  const char* env = std::getenv("MOGSERVE_MODEL_DIR");
+  if (model_folder == model::DefaultModel().folder && env != nullptr && *env != '\0') return env;
+  const std::string relative = "models/" + std::string(model_folder);
   if (std::string found = FindProjectFolder(relative); !found.empty()) return found;
-  if (std::string installed = InstalledModelDir(); !installed.empty()) return installed;
+  if (std::string installed = InstalledModelDir(model_folder); !installed.empty()) return installed;
   return relative;
 }
 
@@ -89,10 +85,11 @@ StatusOr<model::ModelChoice> ToModelChoice(const DetectorOptions& o, const Optio
   if (choice.spec->weights == model::ModelSpec::Weights::kModelDir &&
       !(o.weights.empty() && o.synthetic_weights.empty())) {
     return InvalidArgument(names("weights") + " and " + names("synthetic_weights") + " are for " +
-                           names("model") + " mogface; the SSD model is read from " +
-                           names("model_dir"));
+                           names("model") + " mogface; the " + std::string(choice.spec->name) +
+                           " model is read from " + names("model_dir"));
   }
-  choice.source = {ResolveModelDir(o.model_dir), o.weights, o.synthetic_weights, o.seed};
+  choice.source = {ResolveModelDir(o.model_dir, choice.spec->folder), o.weights,
+                   o.synthetic_weights, o.seed};
   return choice;
 }
 

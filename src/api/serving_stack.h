@@ -12,9 +12,11 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/engine.h"
+#include "model/model_registry.h"
 #include "mogserve/options.h"
 #include "options/option_table.h"
 #include "pipeline/pipeline.h"
@@ -27,12 +29,14 @@ namespace mogserve::api {
 
 using OptionNames = opt::OptionNames;
 
-// The model folder: `option` when given, else $MOGSERVE_MODEL_DIR, else models/ssd_mobilenetv1
-// in the working directory, else the same next to the build (<folder of the executable>/..),
-// else the model installed with mogserve (<datadir>/mogserve/models/ssd_mobilenetv1, found from
-// the installed library's or executable's own path). When none exists: models/ssd_mobilenetv1 (the
-// engine's error then names it).
-std::string ResolveModelDir(const std::string& option);
+// A model's folder (ModelSpec::folder: "ssd_mobilenetv1", "blazeface"): `option` when given,
+// else (the default model only) $MOGSERVE_MODEL_DIR, else models/<folder> in the working
+// directory, else the same next to the build (<folder of the executable>/..), else the model
+// installed with mogserve (<datadir>/mogserve/models/<folder>, found from the installed
+// library's or executable's own path). When none exists: models/<folder> (the engine's error
+// then names it).
+std::string ResolveModelDir(const std::string& option,
+                            std::string_view model_folder = model::DefaultModel().folder);
 
 // The INT8 calibration the build writes for a model that ships one (ModelSpec::
 // builtin_calibration): <folder of the executable>/calibration/<its file>.

@@ -56,11 +56,10 @@ namespace mogserve::cli {
 // and the pipeline takes its default from here, so the CLI, the benchmarks and the library agree.
 inline const DetectorOptions kDefaults{};
 
-// The model folder (api::ResolveModelDir): `flag` when given, else $MOGSERVE_MODEL_DIR, else
-// models/ssd_mobilenetv1 in the working directory when it exists, else the same under <folder of
-// the executable>/.. (a build/ next to the sources, as scripts/build.sh makes it), else the model
-// installed with the library.
-std::string ResolveModelDir(const std::string& flag);
+// The model folder (api::ResolveModelDir): `flag` when given, else the model's own folder
+// (`model`: a registry name; $MOGSERVE_MODEL_DIR for the default model) under models/ in the
+// working directory, next to the build, or installed with the library.
+std::string ResolveModelDir(const std::string& flag, const std::string& model = "");
 
 // The flags of the option table's `groups` (options/option_table.h: serve has them all; detect,
 // eval and the benchmarks the model and input groups), bound to `options`' fields, with the
@@ -98,7 +97,8 @@ struct EngineInstances {
   std::vector<std::unique_ptr<engine::Engine>> owned;
   std::vector<engine::Engine*> all;  // owned, as raw pointers; all[0] is the first
 };
-std::variant<EngineInstances, int> CreateEngineInstances(const DetectorOptions& flags, int instances);
+std::variant<EngineInstances, int> CreateEngineInstances(const DetectorOptions& flags,
+                                                         int instances);
 
 // The options of a batch job through the pipeline (`detect`, `detect-video`): -o/--output,
 // --instances, --policy, --batch-size. `unit` names what is batched ("images", "frames").

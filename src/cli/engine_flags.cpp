@@ -5,8 +5,9 @@
 
 namespace mogserve::cli {
 
-std::string ResolveModelDir(const std::string& flag) {
-  return api::ResolveModelDir(flag);
+std::string ResolveModelDir(const std::string& flag, const std::string& model) {
+  auto spec = model::FindModel(model.empty() ? model::DefaultModel().name : model);
+  return api::ResolveModelDir(flag, spec.ok() ? (*spec)->folder : model::DefaultModel().folder);
 }
 
 StatusOr<std::vector<engine::Precision>> ParsePrecisions(const std::vector<std::string>& names,
@@ -49,7 +50,8 @@ StatusOr<pipeline::ShapeBuckets> ToShapeBuckets(const DetectorOptions& flags,
 std::variant<api::LoadedEngines, int> CheckAndLoadEngines(const DetectorOptions& options,
                                                           const opt::OptionNames& names) {
   StatusOr<api::LoadedEngines> loaded = [&]() -> StatusOr<api::LoadedEngines> {
-    MOGSERVE_ASSIGN_OR_RETURN(const engine::EngineOptions engine, api::CheckOptions(options, names));
+    MOGSERVE_ASSIGN_OR_RETURN(const engine::EngineOptions engine,
+                              api::CheckOptions(options, names));
     return api::LoadEngines(engine, options, names);
   }();
   if (loaded.ok()) return std::move(*loaded);
@@ -57,7 +59,8 @@ std::variant<api::LoadedEngines, int> CheckAndLoadEngines(const DetectorOptions&
   return loaded.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
 }
 
-std::variant<EngineInstances, int> CreateEngineInstances(const DetectorOptions& flags, int instances) {
+std::variant<EngineInstances, int> CreateEngineInstances(const DetectorOptions& flags,
+                                                         int instances) {
   DetectorOptions o = flags;
   o.instances = instances;
   auto loaded = CheckAndLoadEngines(o, opt::OptionNames::Flags());

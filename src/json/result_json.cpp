@@ -14,8 +14,15 @@ double Round(double v, int decimals) {
 nlohmann::json ResultToJson(const DetectResult& result, bool include_timing) {
   nlohmann::json faces = nlohmann::json::array();
   for (const Detection& d : result.faces) {
-    faces.push_back({{"box", {Round(d.x1, 2), Round(d.y1, 2), Round(d.x2, 2), Round(d.y2, 2)}},
-                     {"score", Round(d.score, 4)}});
+    nlohmann::json face = {
+        {"box", {Round(d.x1, 2), Round(d.y1, 2), Round(d.x2, 2), Round(d.y2, 2)}},
+        {"score", Round(d.score, 4)}};
+    if (!d.landmarks.empty()) {
+      nlohmann::json points = nlohmann::json::array();
+      for (const Point& p : d.landmarks) points.push_back({Round(p.x, 2), Round(p.y, 2)});
+      face["landmarks"] = std::move(points);
+    }
+    faces.push_back(std::move(face));
   }
   nlohmann::json j = {{"width", result.width}, {"height", result.height}, {"faces", faces}};
   if (include_timing) {
@@ -32,11 +39,23 @@ nlohmann::json ResultToJson(const DetectResult& result, bool include_timing) {
 
 nlohmann::json ResultToModelScopeJson(const DetectResult& result) {
   nlohmann::json scores = nlohmann::json::array(), boxes = nlohmann::json::array();
+  nlohmann::json keypoints = nlohmann::json::array();
+  bool any_keypoints = false;
   for (const Detection& d : result.faces) {
     scores.push_back(Round(d.score, 4));
     boxes.push_back({Round(d.x1, 2), Round(d.y1, 2), Round(d.x2, 2), Round(d.y2, 2)});
+    // ModelScope's keypoints: per face x1, y1, ..., x5, y5 (its retinaface/scrfd order).
+    nlohmann::json flat = nlohmann::json::array();
+    for (const Point& p : d.landmarks) {
+      flat.push_back(Round(p.x, 2));
+      flat.push_back(Round(p.y, 2));
+    }
+    any_keypoints = any_keypoints || !d.landmarks.empty();
+    keypoints.push_back(std::move(flat));
   }
-  return {{"scores", scores}, {"boxes", boxes}, {"keypoints", nullptr}};
+  return {{"scores", scores},
+          {"boxes", boxes},
+          {"keypoints", any_keypoints ? keypoints : nlohmann::json(nullptr)}};
 }
 
 nlohmann::json ErrorToJson(const std::string& code, const std::string& message) {

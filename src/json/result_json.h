@@ -12,11 +12,13 @@ namespace mogserve {
 // `v` rounded to `decimals` places, as the double JSON prints shortest (0.01 → "0.01").
 double Round(double v, int decimals);
 
-// {"width","height","faces":[{"box":[x1,y1,x2,y2],"score"}]}; coordinates rounded to 0.01 px,
-// scores to 1e-4. With include_timing, adds "timing":{...}.
+// {"width","height","faces":[{"box":[x1,y1,x2,y2],"score"}]}, each face with
+// "landmarks":[[x,y] x 5] when the model gives them; coordinates rounded to 0.01 px, scores to
+// 1e-4. With include_timing, adds "timing":{...}.
 nlohmann::json ResultToJson(const DetectResult& result, bool include_timing);
 
-// ModelScope's shape: {"scores":[...],"boxes":[[x1,y1,x2,y2],...],"keypoints":null}.
+// ModelScope's shape: {"scores":[...],"boxes":[[x1,y1,x2,y2],...],"keypoints":null}; with
+// landmarks, "keypoints":[[x1,y1,...,x5,y5],...] (ModelScope's RetinaFace/SCRFD pipelines').
 nlohmann::json ResultToModelScopeJson(const DetectResult& result);
 
 // {"error":{"code","message"}}; code is the status code's name ("invalid_data", ...).

@@ -3,6 +3,7 @@
 #include "model/checkpoint_loader.h"
 #include "model/mogface/mogface_model.h"
 #include "model/mogface/synthetic_weights.h"
+#include "model/onnx/blazeface_model.h"
 #include "model/ssd_model.h"
 
 namespace mogserve::model {
@@ -11,6 +12,12 @@ namespace {
 StatusOr<LoadedModel> LoadSsd(const ModelSource& source) {
   MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<SsdModel> ssd, SsdModel::Load(source.model_dir));
   return LoadedModel{std::move(ssd), source.model_dir};
+}
+
+StatusOr<LoadedModel> LoadBlazeFace(const ModelSource& source) {
+  MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<onnx::BlazeFaceModel> model,
+                            onnx::BlazeFaceModel::Load(source.model_dir));
+  return LoadedModel{std::move(model), source.model_dir};
 }
 
 StatusOr<LoadedModel> LoadMogFace(const ModelSource& source) {
@@ -44,9 +51,14 @@ StatusOr<LoadedModel> LoadMogFace(const ModelSource& source) {
 constexpr ModelSpec kModels[] = {
   {.name = "ssd", .full_name = "ssd-mobilenetv1",
    .summary = "SSD-MobileNetV1 (face-api.js), 512x512, the embedded default",
-   .weights = ModelSpec::Weights::kModelDir,
+   .weights = ModelSpec::Weights::kModelDir, .folder = "ssd_mobilenetv1",
    .builtin_calibration = "ssd_mobilenetv1_int8.json",
    .load = LoadSsd},
+  {.name = "blazeface", .full_name = "blazeface",
+   .summary = "MediaPipe BlazeFace (back camera, 256x256) with five landmarks: the fast model",
+   .weights = ModelSpec::Weights::kModelDir, .folder = "blazeface",
+   .landmarks = true,
+   .load = LoadBlazeFace},
   {.name = "mogface", .full_name = "mogface",
    .summary = "MogFace (ModelScope's MogFace-large, ResNet-101; also E and R50), any size",
    .weights = ModelSpec::Weights::kCheckpoint,

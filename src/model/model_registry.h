@@ -22,7 +22,7 @@ namespace mogserve::model {
 
 // What names a model's weights (DetectorOptions' model_dir, weights, synthetic_weights, seed).
 struct ModelSource {
-  std::string model_dir;          // a folder of model files (the SSD's face-api files)
+  std::string model_dir;          // a folder of model files (the SSD's face-api files, BlazeFace's)
   std::string weights;            // a checkpoint file
   std::string synthetic_weights;  // a variant to fill with deterministic random weights
   uint64_t synthetic_seed = 1;
@@ -42,10 +42,12 @@ struct ModelSpec {
     kCheckpoint,  // exactly one of a checkpoint file or synthetic weights of a variant
   };
 
-  std::string_view name;       // --model: "ssd", "mogface"
+  std::string_view name;       // --model: "ssd", "blazeface", "mogface"
   std::string_view full_name;  // EngineInfo::model, /v1/models, OIP: "ssd-mobilenetv1"
   std::string_view summary;    // one line for --help and the docs
   Weights weights = Weights::kModelDir;
+  // kModelDir: its folder under models/ (scripts/setup.sh) and the installed share/mogserve/models.
+  std::string_view folder;
   // INT8: the file name of the activation scales the build ships (beside the executable in
   // calibration/, or int8_calibration.json in the model folder); "" = calibrate it yourself.
   std::string_view builtin_calibration;
@@ -66,7 +68,7 @@ std::span<const ModelSpec> Models();
 const ModelSpec& DefaultModel();
 // The spec of `name` (its name or full name); InvalidArgument naming the allowed names.
 StatusOr<const ModelSpec*> FindModel(std::string_view name);
-// "ssd, mogface".
+// "ssd, blazeface, mogface".
 std::string ModelNames();
 
 // A model and the weights to load it with: what `--model` and the weight options name.
@@ -75,9 +77,9 @@ struct ModelChoice {
   ModelSource source;
 };
 
-// Loads the chosen model by its spec: the SSD from source.model_dir, MogFace from source.weights
-// (a checkpoint) or source.synthetic_weights (a variant: deterministic random weights). Errors
-// name the file (with scripts/setup.sh for a missing SSD) or the bad option.
+// Loads the chosen model by its spec: the SSD and BlazeFace from source.model_dir, MogFace from
+// source.weights (a checkpoint) or source.synthetic_weights (a variant: deterministic random
+// weights). Errors name the file (with scripts/setup.sh for a missing SSD) or the bad option.
 StatusOr<LoadedModel> LoadModel(const ModelChoice& choice);
 
 }  // namespace mogserve::model

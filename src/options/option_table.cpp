@@ -29,15 +29,17 @@ const std::vector<Option>& Options() {
   static const std::vector<Option> table = {
   // The model and how it runs.
   {.name = "model", .flag = "--model", .group = Group::kModel, .surfaces = kStartup,
-   .type = Type::kText, .choices = "ssd, mogface",
-   .help = "ssd (the embedded SSD-MobileNetV1) or mogface (needs --weights or --synthetic-weights)",
+   .type = Type::kText, .choices = "ssd, blazeface, mogface",
+   .help = "ssd (the embedded SSD-MobileNetV1), blazeface (MediaPipe BlazeFace, five landmarks) or "
+           "mogface (needs --weights or --synthetic-weights)",
    .library = &D::model},
   {.name = "model_dir", .flag = "--model-dir", .group = Group::kModel, .surfaces = kStartup,
    .type = Type::kText,
-   .default_text = "$MOGSERVE_MODEL_DIR, else models/ssd_mobilenetv1 in the working directory or "
-                   "next to the build, else the installed model",
-   .help = "SSD: folder with the model files (the installed model: "
-           "<prefix>/share/mogserve/models/ssd_mobilenetv1)",
+   .default_text = "ssd: $MOGSERVE_MODEL_DIR, else models/ssd_mobilenetv1 (blazeface: "
+                   "models/blazeface) in the working directory or next to the build, else the "
+                   "installed model",
+   .help = "SSD and BlazeFace: folder with the model files (the installed ones: "
+           "<prefix>/share/mogserve/models/ssd_mobilenetv1, .../blazeface)",
    .library = &D::model_dir},
   {.name = "weights", .flag = "--weights", .group = Group::kModel, .surfaces = kStartup,
    .type = Type::kText,

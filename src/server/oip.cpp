@@ -14,7 +14,6 @@
 namespace mogserve::server::oip {
 namespace {
 
-
 HttpError Bad(std::string message, std::string code = "bad_request") {
   return HttpError{400, std::move(code), std::move(message)};
 }
@@ -143,8 +142,8 @@ std::optional<HttpError> ApplyParameters(const nlohmann::json& parameters, Infer
     } else if (const opt::Option* o = opt::Find(name); o != nullptr && (o->surfaces & opt::kOip)) {
       options.emplace(name, value.is_string() ? value.get<std::string>() : value.dump());
     } else {
-      return Bad("unknown parameter '" + name +
-                     "'; allowed: " + opt::NamesOn(opt::kOip) + ", binary_data_output",
+      return Bad("unknown parameter '" + name + "'; allowed: " + opt::NamesOn(opt::kOip) +
+                     ", binary_data_output",
                  "invalid_parameter");
     }
   }
@@ -212,7 +211,7 @@ std::optional<HttpError> AddOutput(std::string_view name, bool binary, InferRequ
 }
 
 void AddAllOutputs(bool binary, InferRequest& r) {
-  for (const char* n : kOutputNames) r.outputs.push_back({n, binary});
+  for (int i = 0; i < kDefaultOutputCount; ++i) r.outputs.push_back({kOutputNames[i], binary});
 }
 
 static_assert(std::endian::native == std::endian::little,
@@ -243,17 +242,25 @@ OutputTensor MakeTensor(const std::string& name,
   for (const auto& r : results) k = std::max(k, r.result.faces.size());
   OutputTensor t;
   t.name = name;
-  if (name == "BOXES" || name == "SCORES") {
-    const size_t per = name == "BOXES" ? 4 : 1;
+  if (name == "BOXES" || name == "SCORES" || name == "LANDMARKS") {
+    // LANDMARKS: [N, K, 5, 2], zeros for a model without landmarks.
+    const size_t per = name == "BOXES" ? 4 : name == "LANDMARKS" ? 2 * kNumLandmarks : 1;
     t.datatype = "FP32";
     t.shape = {n, static_cast<int64_t>(k)};
     if (per == 4) t.shape.push_back(4);
+    if (per == 2 * kNumLandmarks) t.shape.insert(t.shape.end(), {kNumLandmarks, 2});
     t.f.assign(static_cast<size_t>(n) * k * per, 0.0f);
     for (int64_t img = 0; img < n; ++img) {
       const auto& faces = results[img].result.faces;
       for (size_t j = 0; j < faces.size(); ++j) {
         float* dst = &t.f[(img * k + j) * per];
-        if (per == 4) {
+        if (per == 2 * kNumLandmarks) {
+          const auto& points = faces[j].landmarks;
+          for (size_t p = 0; p < points.size() && p < kNumLandmarks; ++p) {
+            dst[2 * p] = points[p].x;
+            dst[2 * p + 1] = points[p].y;
+          }
+        } else if (per == 4) {
           dst[0] = faces[j].x1;
           dst[1] = faces[j].y1;
           dst[2] = faces[j].x2;
@@ -402,7 +409,8 @@ nlohmann::json ModelMetadata(const std::string& model_name, const std::string& p
            {{{"name", "BOXES"}, {"datatype", "FP32"}, {"shape", {-1, -1, 4}}},
             {{"name", "SCORES"}, {"datatype", "FP32"}, {"shape", {-1, -1}}},
             {{"name", "COUNT"}, {"datatype", "INT32"}, {"shape", {-1}}},
-            {{"name", "IMAGE_SIZE"}, {"datatype", "INT32"}, {"shape", {-1, 2}}}}}};
+            {{"name", "IMAGE_SIZE"}, {"datatype", "INT32"}, {"shape", {-1, 2}}},
+            {{"name", "LANDMARKS"}, {"datatype", "FP32"}, {"shape", {-1, -1, 5, 2}}}}}};
 }
 
 }  // namespace mogserve::server::oip

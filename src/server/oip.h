@@ -34,7 +34,11 @@
 
 namespace mogserve::server::oip {
 
-inline constexpr const char* kOutputNames[] = {"BOXES", "SCORES", "COUNT", "IMAGE_SIZE"};
+// LANDMARKS ([N, K, 5, 2], Detection::landmarks; zeros for a model without them) only when asked
+// for by name: the others are the default set.
+inline constexpr const char* kOutputNames[] = {"BOXES", "SCORES", "COUNT", "IMAGE_SIZE",
+                                               "LANDMARKS"};
+inline constexpr int kDefaultOutputCount = 4;
 
 struct RequestedOutput {
   std::string name;  // one of kOutputNames
@@ -72,7 +76,7 @@ std::optional<HttpError> SplitBinaryElements(std::string_view bytes, InferReques
 std::optional<HttpError> CheckImageCount(int64_t n, const InferRequest& r);
 
 // One requested output: a known name (else 400 naming it and the allowed ones), appended to
-// r.outputs. AddAllOutputs: every output, in kOutputNames order (no `outputs` given).
+// r.outputs. AddAllOutputs: the default outputs, in kOutputNames order (no `outputs` given).
 std::optional<HttpError> AddOutput(std::string_view name, bool binary, InferRequest& r);
 void AddAllOutputs(bool binary, InferRequest& r);
 

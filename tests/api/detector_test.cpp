@@ -456,7 +456,7 @@ TEST(DetectorOpen, BadOptionsNameTheOptionAndTheAllowedValues) {
   };
   const std::vector<Case> cases = {
       {[](DetectorOptions& o) { o.model = "yolo"; }, StatusCode::kInvalidArgument,
-       "model: model 'yolo' is not known; allowed: ssd, mogface"},
+       "model: model 'yolo' is not known; allowed: ssd, blazeface, mogface"},
       {[](DetectorOptions& o) { o.precision = "int4"; }, StatusCode::kInvalidArgument,
        "precision: precision 'int4' is not known; allowed: fp32, bf16, fp16, tf32, int8, auto"},
       {[](DetectorOptions& o) { o.device = "tpu"; }, StatusCode::kInvalidArgument,

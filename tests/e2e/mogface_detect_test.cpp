@@ -156,7 +156,7 @@ TEST(MogFaceDetectE2E, BadFlagsAreUsageErrorsNamingTheFlag) {
       {{"detect", "--model", "mogface", photo}, 2, "exactly one of --weights FILE"},
       {{"detect", "--model", "yolo", photo},
        2,
-       "--model: model 'yolo' is not known; allowed: ssd, mogface"},
+       "--model: model 'yolo' is not known; allowed: ssd, blazeface, mogface"},
       {{"detect", "--model", "mogface", "--synthetic-weights", "r50", "--precision", "fp16", photo},
        2,
        "it needs the CUDA backend (--device cuda)"},

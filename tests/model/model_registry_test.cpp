@@ -19,7 +19,7 @@ TEST(ModelRegistryTest, NamesAndFullNamesFindTheirSpecAndOthersAreRefused) {
   const auto unknown = FindModel("yolo");
   EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(unknown.status().message(), "model 'yolo' is not known; allowed: " + ModelNames());
-  EXPECT_EQ(ModelNames(), "ssd, mogface");
+  EXPECT_EQ(ModelNames(), "ssd, blazeface, mogface");
 }
 
 // The option table's --model choices are the registry's names (docs and --help list them).
@@ -39,6 +39,20 @@ TEST(ModelRegistryTest, EachLoaderGivesTheModelItsSpecNames) {
   EXPECT_EQ(loaded_ssd->source, MOGSERVE_TEST_MODEL_DIR);
   ssd_files.model_dir = "/no/such/folder";
   EXPECT_FALSE(ssd.load(ssd_files).ok());
+
+  const ModelSpec& blazeface = **FindModel("blazeface");
+  EXPECT_TRUE(blazeface.landmarks);
+  ModelSource blazeface_files;
+  blazeface_files.model_dir = std::string(MOGSERVE_MODELS_DIR) + "/blazeface";
+  auto loaded_blazeface = blazeface.load(blazeface_files);
+  ASSERT_TRUE(loaded_blazeface.ok()) << loaded_blazeface.status().ToString();
+  EXPECT_EQ(loaded_blazeface->model->name(), blazeface.full_name);
+  EXPECT_EQ(loaded_blazeface->model->variant(), "back");
+  EXPECT_EQ(loaded_blazeface->model->fixed_side(), 256);
+  blazeface_files.model_dir = "/no/such/folder";
+  const auto missing = blazeface.load(blazeface_files);
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("scripts/setup.sh"), std::string::npos);
 
   const ModelSpec& mogface = **FindModel("mogface");
   EXPECT_EQ(mogface.weights, ModelSpec::Weights::kCheckpoint);

@@ -30,7 +30,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from mogserve_testing import FAILURES, check, free_port  # noqa: E402
+from mogserve_testing import FAILURES, OUTPUT_NAMES, check, free_port  # noqa: E402
 from mogserve_testing import compare_outputs as compare  # noqa: E402
 
 API_KEY = "grpc-test-key"
@@ -201,7 +201,7 @@ def main() -> int:
         model = stub.ModelMetadata(pb.ModelMetadataRequest(name=MODEL), metadata=key)
         check(model.name == MODEL and list(model.versions) == ["1"] and
               [t.name for t in model.inputs] == ["IMAGE"] and model.inputs[0].datatype == "BYTES"
-              and [t.name for t in model.outputs] == ["BOXES", "SCORES", "COUNT", "IMAGE_SIZE"]
+              and [t.name for t in model.outputs] == [*OUTPUT_NAMES, "LANDMARKS"]
               and list(model.outputs[0].shape) == [-1, -1, 4], f"ModelMetadata: {model}")
 
         # ModelInfer = /v1/detect per photo, IMAGE as bytes_contents and as raw_input_contents.

@@ -140,7 +140,7 @@ def main() -> int:
               "binary_tensor_data" in meta["extensions"], f"GET /v2: {status} {meta}")
         status, _, model = c.json("GET", "/v2/models/faces")
         check(status == 200 and model["name"] == "faces" and model["versions"] == ["1"] and
-              [o["name"] for o in model["outputs"]] == ["BOXES", "SCORES", "COUNT", "IMAGE_SIZE"],
+              [o["name"] for o in model["outputs"]] == [*testing.OUTPUT_NAMES, "LANDMARKS"],
               f"model metadata: {status} {model}")
         for path in ("/v2/health/live", "/v2/health/ready", "/v2/models/faces/ready",
                      "/v2/models/faces/versions/1/ready"):

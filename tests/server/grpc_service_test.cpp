@@ -145,8 +145,8 @@ TEST(GrpcInferTest, EveryRefusalAsRest) {
        "neither contents.bytes_contents nor raw_input_contents"},
       {[](Request& r) { r.add_inputs()->set_name("IMAGE"); }, 400, "bad_request",
        "exactly one input"},
-      {[](Request& r) { r.add_outputs()->set_name("LANDMARKS"); }, 400, "bad_request",
-       "'LANDMARKS' is not known"},
+      {[](Request& r) { r.add_outputs()->set_name("MASKS"); }, 400, "bad_request",
+       "'MASKS' is not known"},
       {[](Request& r) {
          (*r.mutable_inputs(0)->mutable_parameters())["content_type"].set_string_param("x");
        },

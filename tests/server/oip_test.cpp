@@ -22,7 +22,8 @@ std::string Base64(const std::string& bytes) {
   std::string out;
   size_t i = 0;
   for (; i + 2 < bytes.size(); i += 3) {
-    const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
+    const uint32_t v =
+        (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
     for (int k = 18; k >= 0; k -= 6) out += t[(v >> k) & 63];
   }
   if (i < bytes.size()) {
@@ -68,9 +69,12 @@ TEST(OipTest, JsonRequestWithBase64ImagesAndParameters) {
       {"id", "req-7"},
       {"parameters", {{"score_threshold", 0.7}, {"max_faces", 3}, {"priority", "bulk"}}},
       {"inputs",
-       {{{"name", "IMAGE"}, {"datatype", "BYTES"}, {"shape", {2}},
+       {{{"name", "IMAGE"},
+         {"datatype", "BYTES"},
+         {"shape", {2}},
          {"data", {Base64(kJpegA), Base64(kJpegB)}}}}},
-      {"outputs", {{{"name", "COUNT"}}, {{"name", "BOXES"}, {"parameters", {{"binary_data", true}}}}}}};
+      {"outputs",
+       {{{"name", "COUNT"}}, {{"name", "BOXES"}, {"parameters", {{"binary_data", true}}}}}}};
   const InferRequest r = Parsed("", req.dump());
   EXPECT_EQ(r.id, "req-7");
   ASSERT_EQ(r.images.size(), 2u);
@@ -87,10 +91,12 @@ TEST(OipTest, JsonRequestWithBase64ImagesAndParameters) {
 }
 
 TEST(OipTest, NestedShapeNByOneAndDefaultOutputs) {
-  const nlohmann::json req = {
-      {"parameters", {{"binary_data_output", true}}},
-      {"inputs", {{{"name", "IMAGE"}, {"datatype", "BYTES"}, {"shape", {1, 1}},
-                   {"data", {{Base64(kJpegA)}}}}}}};
+  const nlohmann::json req = {{"parameters", {{"binary_data_output", true}}},
+                              {"inputs",
+                               {{{"name", "IMAGE"},
+                                 {"datatype", "BYTES"},
+                                 {"shape", {1, 1}},
+                                 {"data", {{Base64(kJpegA)}}}}}}};
   const InferRequest r = Parsed("", req.dump());
   ASSERT_EQ(r.images.size(), 1u);
   ASSERT_EQ(r.outputs.size(), 4u);
@@ -99,9 +105,11 @@ TEST(OipTest, NestedShapeNByOneAndDefaultOutputs) {
 
 TEST(OipTest, BinaryRequestInTritonsLayout) {
   const std::string bin = LengthPrefixed({kJpegA, kJpegB});
-  const nlohmann::json req = {
-      {"inputs", {{{"name", "IMAGE"}, {"datatype", "BYTES"}, {"shape", {2}},
-                   {"parameters", {{"binary_data_size", bin.size()}}}}}}};
+  const nlohmann::json req = {{"inputs",
+                               {{{"name", "IMAGE"},
+                                 {"datatype", "BYTES"},
+                                 {"shape", {2}},
+                                 {"parameters", {{"binary_data_size", bin.size()}}}}}}};
   const std::string json = req.dump();
   const InferRequest r = Parsed(std::to_string(json.size()), json + bin);
   ASSERT_EQ(r.images.size(), 2u);
@@ -128,7 +136,7 @@ TEST(OipTest, EveryRefusalNamesWhatIsWrong) {
   nlohmann::json bad_value = input({{"data", {Base64(kJpegA)}}});
   bad_value["parameters"] = {{"score_threshold", 2}};
   nlohmann::json bad_output = input({{"data", {Base64(kJpegA)}}});
-  bad_output["outputs"] = {{{"name", "LANDMARKS"}}};
+  bad_output["outputs"] = {{{"name", "MASKS"}}};
   nlohmann::json output_name_type = input({{"data", {Base64(kJpegA)}}});
   output_name_type["outputs"] = {{{"name", {1, 2}}}};
   nlohmann::json too_many = input({{"shape", {33}}});
@@ -155,7 +163,7 @@ TEST(OipTest, EveryRefusalNamesWhatIsWrong) {
       {"", input({}).dump(), 400, "bad_request", "neither data nor binary_data_size"},
       {"", unknown_param.dump(), 400, "invalid_parameter", "unknown parameter 'format'"},
       {"", bad_value.dump(), 422, "invalid_parameter", "score_threshold"},
-      {"", bad_output.dump(), 400, "bad_request", "'LANDMARKS' is not known"},
+      {"", bad_output.dump(), 400, "bad_request", "'MASKS' is not known"},
       {"", output_name_type.dump(), 400, "bad_request", "output '' is not known"},
       {"", too_many.dump(), 413, "too_many_images", "at most 32"},
       {std::to_string(wb.size()), wb + bin + "x", 400, "bad_request", "add up to"},
@@ -194,8 +202,10 @@ TEST(OipTest, JsonOutputsArePaddedToTheMostFaces) {
   req.id = "abc";
   req.images = {{"IMAGE[0]", {}}, {"IMAGE[1]", {}}};
   for (const char* n : kOutputNames) req.outputs.push_back({n, false});
+  Detection with_landmarks{10, 20, 30, 40, 0.9f};
+  with_landmarks.landmarks = {{12, 25}, {28, 25}, {20, 30}, {14, 35}, {26, 35}};
   const std::vector<pipeline::RequestResult> results = {
-      Done(640, 480, {{10, 20, 30, 40, 0.9f}, {50, 60, 70, 80, 0.8f}}), Done(100, 50, {})};
+      Done(640, 480, {with_landmarks, {50, 60, 70, 80, 0.8f}}), Done(100, 50, {})};
   const http::HttpResponse r = InferResponse(req, "ssd-mobilenetv1", results);
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.content_type, "application/json");
@@ -203,16 +213,24 @@ TEST(OipTest, JsonOutputsArePaddedToTheMostFaces) {
   EXPECT_EQ(j["id"], "abc");
   EXPECT_EQ(j["model_name"], "ssd-mobilenetv1");
   const nlohmann::json& out = j["outputs"];
-  ASSERT_EQ(out.size(), 4u);
+  ASSERT_EQ(out.size(), 5u);
   EXPECT_EQ(out[0]["name"], "BOXES");
   EXPECT_EQ(out[0]["shape"], nlohmann::json({2, 2, 4}));
-  EXPECT_EQ(out[0]["data"], nlohmann::json({10, 20, 30, 40, 50, 60, 70, 80, 0, 0, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(out[0]["data"],
+            nlohmann::json({10, 20, 30, 40, 50, 60, 70, 80, 0, 0, 0, 0, 0, 0, 0, 0}));
   EXPECT_EQ(out[1]["shape"], nlohmann::json({2, 2}));
   EXPECT_NEAR(out[1]["data"][0].get<double>(), 0.9, 1e-6);
   EXPECT_EQ(out[1]["data"][3], 0);
   EXPECT_EQ(out[2]["datatype"], "INT32");
   EXPECT_EQ(out[2]["data"], nlohmann::json({2, 0}));
   EXPECT_EQ(out[3]["data"], nlohmann::json({640, 480, 100, 50}));
+  // LANDMARKS [N, K, 5, 2]: the first face's points, zeros for the face and image without.
+  EXPECT_EQ(out[4]["name"], "LANDMARKS");
+  EXPECT_EQ(out[4]["shape"], nlohmann::json({2, 2, 5, 2}));
+  std::vector<float> landmarks(40, 0.0f);
+  const std::vector<float> first = {12, 25, 28, 25, 20, 30, 14, 35, 26, 35};
+  std::copy(first.begin(), first.end(), landmarks.begin());
+  EXPECT_EQ(out[4]["data"], nlohmann::json(landmarks));
 }
 
 TEST(OipTest, BinaryOutputsFollowTheJson) {
@@ -283,8 +301,10 @@ TEST(OipSharedTest, ImageTensorChecks) {
 TEST(OipSharedTest, OutputsAndFailures) {
   InferRequest r;
   EXPECT_FALSE(AddOutput("SCORES", false, r));
-  EXPECT_THAT(AddOutput("MASKS", false, r)->message,
-              HasSubstr("output 'MASKS' is not known; allowed: BOXES, SCORES, COUNT, IMAGE_SIZE"));
+  EXPECT_THAT(
+      AddOutput("MASKS", false, r)->message,
+      HasSubstr(
+          "output 'MASKS' is not known; allowed: BOXES, SCORES, COUNT, IMAGE_SIZE, LANDMARKS"));
   ASSERT_EQ(r.outputs.size(), 1u);
   r.images = {{"IMAGE[0]", {}}, {"IMAGE[1]", {}}};
   const std::vector<OutputTensor> t =

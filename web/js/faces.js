@@ -41,6 +41,12 @@ export function annotatedCanvas(img, result, threshold) {
     ctx.fillRect(x1 - line / 2, top - fontPx - 2, w, fontPx + 2);
     ctx.fillStyle = '#000';
     ctx.fillText(label, x1 + line / 2, top);
+    ctx.fillStyle = '#ffd23f';
+    for (const [x, y] of face.landmarks || []) {
+      ctx.beginPath();
+      ctx.arc(x, y, line * 1.5, 0, 2 * Math.PI);
+      ctx.fill();
+    }
   }
   return canvas;
 }

@@ -196,5 +196,13 @@ function boxElement(face, result) {
   const label = document.createElement('span');
   label.textContent = face.score.toFixed(2);
   el.append(label);
+  // The five landmarks (models that give them), placed within the box.
+  for (const [x, y] of face.landmarks || []) {
+    const dot = document.createElement('i');
+    dot.className = 'face-landmark';
+    dot.style.left = `${(100 * (x - x1)) / (x2 - x1)}%`;
+    dot.style.top = `${(100 * (y - y1)) / (y2 - y1)}%`;
+    el.append(dot);
+  }
   return el;
 }

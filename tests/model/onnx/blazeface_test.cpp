@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "model/onnx/blazeface_model.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -83,6 +85,26 @@ TEST(BlazeFace, WeightedNmsAveragesEachClusterByScore) {
   // With NMS at 0.9 the two overlapping boxes stay apart.
   EXPECT_EQ(DecodeBlazeFace(c, logits, regressors, 0.6f, 0.9f).size(), 3u);
   EXPECT_EQ(DecodeBlazeFace(c, logits, regressors, 0.6f, 0.9f, 1).size(), 1u);
+}
+
+// The five landmarks: BlazeFace's eyes (its right eye is the picture's left) and nose tip, and
+// mouth corners on the eye line's direction through its mouth centre, 0.828 eye distances apart
+// (ArcFace's template), whatever the face's roll.
+TEST(BlazeFace, FiveLandmarksFromTheSixKeypoints) {
+  BlazeFaceDetection face;
+  // A face rolled by 90 degrees: the eyes one above the other.
+  face.keypoints = {{{40, 10}, {40, 30}, {30, 20}, {20, 20}, {45, 0}, {45, 40}}};
+  const std::vector<Point> p = FiveLandmarks(face);
+  ASSERT_EQ(p.size(), static_cast<size_t>(kNumLandmarks));
+  EXPECT_EQ(p[kLeftEye].x, 40);
+  EXPECT_EQ(p[kLeftEye].y, 10);
+  EXPECT_EQ(p[kRightEye].y, 30);
+  EXPECT_EQ(p[kNose].x, 30);
+  const float half = 0.5f * 29.1806f / 35.2372f * 20;  // eye distance 20
+  EXPECT_FLOAT_EQ(p[kLeftMouth].x, 20);
+  EXPECT_FLOAT_EQ(p[kLeftMouth].y, 20 - half);
+  EXPECT_FLOAT_EQ(p[kRightMouth].x, 20);
+  EXPECT_FLOAT_EQ(p[kRightMouth].y, 20 + half);
 }
 
 struct Truth {

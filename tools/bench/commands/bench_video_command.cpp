@@ -3,9 +3,9 @@
 // (cli/serving_stack.h, cli/serve_streams.h), once per scheduler.
 #include <iostream>
 
+#include "bench/commands/bench_pipeline_command.h"
 #include "bench/engine_bench.h"
 #include "bench/video_bench.h"
-#include "bench/commands/bench_pipeline_command.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
 #include "cli/serve_streams.h"
@@ -60,7 +60,8 @@ int Run(const BenchVideoFlags& f) {
     std::cerr << "error: " << serve_flags.status().message() << "\n";
     return kExitUsage;
   }
-  serve_flags->options.model_dir = ResolveModelDir(serve_flags->options.model_dir);
+  serve_flags->options.model_dir =
+      ResolveModelDir(serve_flags->options.model_dir, serve_flags->options.model);
   auto loaded = LoadEngines(*serve_flags);
   if (!loaded.ok()) {
     std::cerr << "error: " << loaded.status().message() << "\n";
