@@ -33,6 +33,10 @@ Status SplitOutputs(const std::vector<OutputSource>& outputs, std::vector<Output
   return Status::Ok();
 }
 
+BlazeFaceConfig ConfigOf(BlazeFaceRange range) {
+  return range == BlazeFaceRange::kBack ? BlazeFaceBack() : BlazeFaceFront();
+}
+
 std::vector<float> Concatenated(const std::vector<OutputSource>& sources, const OutputRows& rows) {
   std::vector<float> all;
   for (const OutputSource& s : sources) {
@@ -70,8 +74,7 @@ StatusOr<std::unique_ptr<BlazeFaceModel>> BlazeFaceModel::Load(const std::string
     return NotFound(path + ": no such file (run scripts/setup.sh to fetch the BlazeFace model)");
   }
   MOGSERVE_ASSIGN_OR_RETURN(Graph graph, ReadModel(path));
-  const BlazeFaceConfig config =
-      range == BlazeFaceRange::kBack ? BlazeFaceBack() : BlazeFaceFront();
+  const BlazeFaceConfig config = ConfigOf(range);
   auto shared = std::make_shared<const Graph>(std::move(graph));
   MOGSERVE_ASSIGN_OR_RETURN(StaticGraph sg,
                             StaticGraph::Infer(shared, 1, config.input_side, config.input_side));
@@ -82,20 +85,22 @@ StatusOr<std::unique_ptr<BlazeFaceModel>> BlazeFaceModel::Load(const std::string
                             ImportNetwork(sg, "blazeface", normalization));
   MOGSERVE_ASSIGN_OR_RETURN(PreparedWeights weights,
                             PrepareWeights(*imported.network, imported.weights, path));
-  imported.weights.clear();  // prepared: the network reads `weights` from now on
-  std::unique_ptr<BlazeFaceModel> model(
-      new BlazeFaceModel(std::move(imported), std::move(weights), range));
-  MOGSERVE_RETURN_IF_ERROR(
-      SplitOutputs(model->imported_outputs_, &model->logits_, &model->regressors_));
-  return model;
+  std::vector<OutputSource> logits, regressors;
+  MOGSERVE_RETURN_IF_ERROR(SplitOutputs(imported.outputs, &logits, &regressors));
+  return std::unique_ptr<BlazeFaceModel>(
+      new BlazeFaceModel(std::move(imported.network), std::move(weights), range, config,
+                         std::move(logits), std::move(regressors)));
 }
 
-BlazeFaceModel::BlazeFaceModel(ImportedNetwork imported, PreparedWeights weights,
-                               BlazeFaceRange range)
-    : FaceModel(std::move(imported.network), std::move(weights)),
+BlazeFaceModel::BlazeFaceModel(std::shared_ptr<const Network> network, PreparedWeights weights,
+                               BlazeFaceRange range, BlazeFaceConfig config,
+                               std::vector<OutputSource> logits,
+                               std::vector<OutputSource> regressors)
+    : FaceModel(std::move(network), std::move(weights)),
       range_(range),
-      config_(range == BlazeFaceRange::kBack ? BlazeFaceBack() : BlazeFaceFront()),
-      imported_outputs_(std::move(imported.outputs)) {}
+      config_(std::move(config)),
+      logits_(std::move(logits)),
+      regressors_(std::move(regressors)) {}
 
 DetectOptions BlazeFaceModel::default_detect_options() const {
   DetectOptions o;

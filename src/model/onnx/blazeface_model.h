@@ -51,14 +51,15 @@ class BlazeFaceModel final : public FaceModel {
   DetectOptions default_detect_options() const override;
 
  private:
-  BlazeFaceModel(ImportedNetwork imported, PreparedWeights weights, BlazeFaceRange range);
+  BlazeFaceModel(std::shared_ptr<const Network> network, PreparedWeights weights,
+                 BlazeFaceRange range, BlazeFaceConfig config, std::vector<OutputSource> logits,
+                 std::vector<OutputSource> regressors);
   std::vector<Detection> Decode(const OutputRows& rows,
                                 const DetectOptions& options) const override;
 
   BlazeFaceRange range_;
   BlazeFaceConfig config_;
-  std::vector<OutputSource> imported_outputs_;  // the graph's, in its order
-  // Of which, in anchor order: the score logits (width 1) and the regressors (16).
+  // The graph's outputs, in anchor order: the score logits (width 1) and the regressors (16).
   std::vector<OutputSource> logits_, regressors_;
 };
 
