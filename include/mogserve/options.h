@@ -26,6 +26,12 @@ struct DetectorOptions {
   std::string weights;            // MogFace: a .pt/.pth/.safetensors checkpoint
   std::string synthetic_weights;  // MogFace: random weights of "r101", "e" or "r50" (no faces)
   uint64_t seed = 1;              // of synthetic_weights
+  // Five landmarks a face (--landmarks): "auto" the model's own where it has them (BlazeFace),
+  // else face-api's 68-point landmark net run on the faces (models/face_landmark_68); "68" the
+  // net for every model, also giving all 68 points (Detection::landmarks68); "model" only the
+  // model's own (none for the SSD and MogFace: no second stage); "off" none at all.
+  std::string landmarks = "auto";
+  std::string landmarks_dir;  // the landmark net's folder; empty: found as model_dir is
   // How it runs (--device, --precision, --calibration, --int8-float-layers, --threads).
   std::string device = "cpu";      // "cpu", "cuda" or "cuda:N"
   // cpu: fp32, bf16 (needs AVX-512), int8 (needs a calibration); cuda: fp32, tf32, fp16, bf16;

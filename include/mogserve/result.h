@@ -20,8 +20,11 @@ enum Landmark { kLeftEye = 0, kRightEye, kNose, kLeftMouth, kRightMouth, kNumLan
 struct Detection {
   float x1 = 0, y1 = 0, x2 = 0, y2 = 0;
   float score = 0;  // 0..1
-  // The face's five landmarks (Landmark order) when the model gives them; empty otherwise.
+  // The face's five landmarks (Landmark order): the model's own (BlazeFace) or the 68-point
+  // landmark net's (DetectorOptions::landmarks); empty when neither ran.
   std::vector<Point> landmarks;
+  // All 68 points of the landmark net (iBUG 300-W order) when `landmarks` is "68"; else empty.
+  std::vector<Point> landmarks68;
 
   float width() const { return x2 - x1; }
   float height() const { return y2 - y1; }

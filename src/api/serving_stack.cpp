@@ -10,9 +10,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include "api/landmark_stage.h"
 #include "common/cpu_info.h"
 #include "common/file_util.h"
 #include "common/process_memory.h"
+#include "model/face_landmark_68.h"
 #include "pipeline/buffer_plan.h"
 
 namespace mogserve::api {
@@ -204,7 +206,40 @@ StatusOr<engine::EngineOptions> CheckOptions(const DetectorOptions& o, const Opt
   }
   MOGSERVE_ASSIGN_OR_RETURN(scheduler::SchedulerConfig config, ToSchedulerConfig(o, names));
   MOGSERVE_RETURN_IF_ERROR(config.Validate());  // what the ranges above leave
+  MOGSERVE_RETURN_IF_ERROR(ParseLandmarks(o.landmarks, names).status());
   return ToEngineOptions(o, names);
+}
+
+StatusOr<LandmarkChoice> ParseLandmarks(std::string_view text, const OptionNames& names) {
+  if (text == "auto") return LandmarkChoice::kAuto;
+  if (text == "68") return LandmarkChoice::k68;
+  if (text == "model") return LandmarkChoice::kModel;
+  if (text == "off") return LandmarkChoice::kOff;
+  return InvalidArgument(names("landmarks") + ": '" + std::string(text) +
+                         "' is not known; allowed: auto, 68, model, off");
+}
+
+StatusOr<std::shared_ptr<const pipeline::FaceStage>> LoadFaceStage(
+    const DetectorOptions& o, const model::ModelSpec& spec,
+    const engine::EngineOptions& engine_options, const OptionNames& names) {
+  MOGSERVE_ASSIGN_OR_RETURN(const LandmarkChoice choice, ParseLandmarks(o.landmarks, names));
+  if (choice == LandmarkChoice::kOff) {
+    return spec.landmarks ? std::make_shared<const NoLandmarks>()
+                          : std::shared_ptr<const pipeline::FaceStage>();
+  }
+  if (choice == LandmarkChoice::kModel || (choice == LandmarkChoice::kAuto && spec.landmarks)) {
+    return std::shared_ptr<const pipeline::FaceStage>();
+  }
+  auto stage = LandmarkStage::Create(ResolveModelDir(o.landmarks_dir, model::kLandmark68Folder),
+                                     engine_options,
+                                     choice == LandmarkChoice::k68 ? LandmarkOutput::kFiveAnd68
+                                                                   : LandmarkOutput::kFive);
+  if (!stage.ok()) {
+    return Status(stage.status().code(), names("landmarks") + " " + o.landmarks + ": " +
+                                             stage.status().message() + " (or " +
+                                             names("landmarks") + " model)");
+  }
+  return std::shared_ptr<const pipeline::FaceStage>(std::move(*stage));
 }
 
 StatusOr<EngineSetup> ToEngineSetup(const DetectorOptions& o, const OptionNames& names) {
@@ -240,6 +275,8 @@ StatusOr<LoadedEngines> LoadEngines(const engine::EngineOptions& engine_options,
     loaded.owned.push_back(std::move(another));
   }
   for (auto& e : loaded.owned) loaded.engines.push_back(e.get());
+  MOGSERVE_ASSIGN_OR_RETURN(loaded.face_stage,
+                            LoadFaceStage(options, *model.spec, engine_options, names));
   return loaded;
 }
 
@@ -297,6 +334,7 @@ StatusOr<ServingPipeline> StartPipeline(const DetectorOptions& o, const LoadedEn
   }
 
   pipeline::PipelineOptions options = ToPipelineOptions(o, config, loaded.buckets, *loaded.model);
+  options.face_stage = loaded.face_stage.get();
   options.latency_seed = std::move(latency_seed);
   options.observer = observer;
   const DetectOptions defaults = *options.detect;

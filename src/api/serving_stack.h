@@ -19,6 +19,7 @@
 #include "model/model_registry.h"
 #include "mogserve/options.h"
 #include "options/option_table.h"
+#include "pipeline/face_stage.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/pipeline_observer.h"
 #include "pipeline/shape_buckets.h"
@@ -75,12 +76,24 @@ StatusOr<pipeline::ShapeBuckets> ToShapeBuckets(const DetectorOptions& options,
 StatusOr<engine::EngineOptions> CheckOptions(const DetectorOptions& options,
                                              const OptionNames& names = {});
 
+// --landmarks: where the five points come from.
+enum class LandmarkChoice { kAuto, k68, kModel, kOff };
+StatusOr<LandmarkChoice> ParseLandmarks(std::string_view text, const OptionNames& names = {});
+// The stage `landmarks` asks for with `spec`'s model: the 68-point landmark net (api::
+// LandmarkStage, on engine_options' device in FP32), one that removes the model's own points
+// (off), or none (null: the model's own points, or none, as decoded). Errors name the option.
+StatusOr<std::shared_ptr<const pipeline::FaceStage>> LoadFaceStage(
+    const DetectorOptions& options, const model::ModelSpec& spec,
+    const engine::EngineOptions& engine_options, const OptionNames& names = {});
+
 struct LoadedEngines {
   std::vector<std::unique_ptr<engine::Engine>> owned;  // options.instances, sharing weights
   std::vector<engine::Engine*> engines;                // owned, as raw pointers
   // The model they run; its decoder (model::OutputDecoder) turns their output rows into faces.
   std::shared_ptr<const model::FaceModel> model;
   pipeline::ShapeBuckets buckets;
+  // Run on each image's faces after decoding (LoadFaceStage); null = none.
+  std::shared_ptr<const pipeline::FaceStage> face_stage;
 };
 // Loads the model `options` name (ToModelChoice), the engine `engine_options` describe (from
 // ToEngineOptions) and options.instances - 1 more sharing its weights (0:

@@ -17,11 +17,13 @@ nlohmann::json ResultToJson(const DetectResult& result, bool include_timing) {
     nlohmann::json face = {
         {"box", {Round(d.x1, 2), Round(d.y1, 2), Round(d.x2, 2), Round(d.y2, 2)}},
         {"score", Round(d.score, 4)}};
-    if (!d.landmarks.empty()) {
-      nlohmann::json points = nlohmann::json::array();
-      for (const Point& p : d.landmarks) points.push_back({Round(p.x, 2), Round(p.y, 2)});
-      face["landmarks"] = std::move(points);
-    }
+    auto points = [](const std::vector<Point>& list) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const Point& p : list) out.push_back({Round(p.x, 2), Round(p.y, 2)});
+      return out;
+    };
+    if (!d.landmarks.empty()) face["landmarks"] = points(d.landmarks);
+    if (!d.landmarks68.empty()) face["landmarks68"] = points(d.landmarks68);
     faces.push_back(std::move(face));
   }
   nlohmann::json j = {{"width", result.width}, {"height", result.height}, {"faces", faces}};

@@ -13,8 +13,8 @@ namespace mogserve {
 double Round(double v, int decimals);
 
 // {"width","height","faces":[{"box":[x1,y1,x2,y2],"score"}]}, each face with
-// "landmarks":[[x,y] x 5] when the model gives them; coordinates rounded to 0.01 px, scores to
-// 1e-4. With include_timing, adds "timing":{...}.
+// "landmarks":[[x,y] x 5] when it has them (and "landmarks68":[[x,y] x 68] with landmarks: 68);
+// coordinates rounded to 0.01 px, scores to 1e-4. With include_timing, adds "timing":{...}.
 nlohmann::json ResultToJson(const DetectResult& result, bool include_timing);
 
 // ModelScope's shape: {"scores":[...],"boxes":[[x1,y1,x2,y2],...],"keypoints":null}; with

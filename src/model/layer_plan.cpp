@@ -106,6 +106,7 @@ Status LayerPlan::ResolveOp(int index) {
     }
     case OpKind::kGroupNorm:
     case OpKind::kPadChannels:
+    case OpKind::kActivation:
       break;
     case OpKind::kUpsampleAdd: {
       const TensorShape& lateral = shapes_[op.inputs[1]];

@@ -10,8 +10,8 @@ const char* ActivationName(Activation act) {
   return NameOf(kActivationNames, act, "?");
 }
 
-constexpr EnumNames<OpKind, OpKind::kPadChannels> kOpKindNames{
-    {"conv", "max_pool", "group_norm", "upsample_add", "concat", "pad_channels"}};
+constexpr EnumNames<OpKind, OpKind::kActivation> kOpKindNames{
+    {"conv", "max_pool", "group_norm", "upsample_add", "concat", "pad_channels", "activation"}};
 
 const char* OpKindName(OpKind kind) {
   return NameOf(kOpKindNames, kind, "?");
@@ -33,6 +33,9 @@ std::vector<KeySpec> Network::ConvKeys(int conv) const {
         break;
       case KernelLayout::kTfDepthwise:
         shape = {k, k, d.in_channels, 1};
+        break;
+      case KernelLayout::kTfDense:
+        shape = {d.in_channels, out};
         break;
     }
     keys.push_back({p.weight_key, shape, true});

@@ -27,6 +27,7 @@ enum class KernelLayout {
   kOihw,         // PyTorch: [out, in/groups, kh, kw]
   kTfHwio,       // TensorFlow conv: [kh, kw, in, out]
   kTfDepthwise,  // TensorFlow depthwise: [kh, kw, channels, 1]
+  kTfDense,      // TensorFlow fully connected: [in, out], a 1x1 kernel
 };
 
 // A block of output channels of a convolution, read from one stored kernel (and bias): rows
@@ -81,6 +82,8 @@ enum class OpKind {
   kConcat,       // channel concatenation of the inputs, in order
   kPadChannels,  // in0's channels, then zero channels up to the output's count (BlazeFace's
                  // residuals into wider blocks: TensorFlow's Pad on the channel axis)
+  kActivation,   // act(in0) on its own, where the sum before it is read again (face-api's
+                 // dense blocks: relu(a + b) feeds one conv while a + b feeds the next sum)
 };
 const char* OpKindName(OpKind kind);
 

@@ -154,6 +154,16 @@ int NetworkBuilder::PadChannels(int x, int channels, const std::string& name) {
   return AddOp(std::move(op), channels);
 }
 
+int NetworkBuilder::Activate(int x, Activation act, const std::string& name) {
+  if (act == Activation::kNone) Fail("activation " + name + ": none");
+  Op op;
+  op.kind = OpKind::kActivation;
+  op.name = name;
+  op.inputs = {x};
+  op.act = act;
+  return AddOp(std::move(op), channels(x));
+}
+
 StatusOr<std::shared_ptr<const Network>> NetworkBuilder::Finish() {
   const int tensors = static_cast<int>(net_->tensor_channels_.size());
   for (int t : net_->raw_outputs_) {

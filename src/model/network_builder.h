@@ -42,6 +42,8 @@ class NetworkBuilder {
   int GroupNorm(int def, int x, Activation act);
   int UpsampleAdd(int top, int lateral, const std::string& name = "");
   int Concat(const std::vector<int>& parts);
+  // act(x) as an op of its own (act not kNone); a conv's activation is ConvArgs::act.
+  int Activate(int x, Activation act, const std::string& name = "");
   // x followed by zero channels: `channels` in all (> x's).
   int PadChannels(int x, int channels, const std::string& name = "");
 

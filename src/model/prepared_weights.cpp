@@ -43,6 +43,7 @@ void ReadPart(const ConvDef& d, const WeightPart& part, const HostTensorMap& wei
               from = ((static_cast<size_t>(row) * in + i) * k + y) * k + x;
               break;
             case KernelLayout::kTfHwio:
+            case KernelLayout::kTfDense:  // [in, out]: HWIO with k = 1
               from = ((static_cast<size_t>(y) * k + x) * d.in_channels + i) *
                          part.stored_out_channels +
                      row;

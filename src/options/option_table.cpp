@@ -66,6 +66,17 @@ const std::vector<Option>& Options() {
    .default_text = "SSD: calibration/ssd_mobilenetv1_int8.json beside the executable",
    .help = "int8: activation scales written by 'mogserve calibrate' for this model",
    .library = &D::calibration},
+  {.name = "landmarks", .flag = "--landmarks", .group = Group::kModel, .surfaces = kStartup,
+   .type = Type::kText, .choices = "auto, 68, model, off",
+   .help = "Five landmarks a face: auto (the model's own, else face-api's 68-point landmark net "
+           "on each face), 68 (the net for every model, plus all 68 points), model (only the "
+           "model's own: BlazeFace) or off",
+   .library = &D::landmarks},
+  {.name = "landmarks_dir", .flag = "--landmarks-dir", .group = Group::kModel,
+   .surfaces = kStartup, .type = Type::kText,
+   .default_text = "models/face_landmark_68, found as --model-dir is",
+   .help = "Folder with face-api's 68-point landmark net (face_landmark_68_model-*)",
+   .library = &D::landmarks_dir},
   {.name = "int8_float_layers", .flag = "--int8-float-layers", .group = Group::kModel,
    .surfaces = kStartup, .type = Type::kText, .choices = "first,heads, first, heads, none",
    .help = "int8: convolutions kept in FP32: first,heads (the input convolution and the output "

@@ -445,9 +445,11 @@ void Pipeline::FinishBatchLocked(Worker* w, const scheduler::BatchPlan& plan,
   for (uint64_t id : plan.ids) {
     Entry* entry = entries_.at(id).get();
     // The engine copied the canvas into its staging buffer: the buffer can serve the next
-    // request now.
-    pool_.Release(std::move(entry->prepared.canvas));
-    entry->prepared.canvas = {};
+    // request now, unless a face stage reads it after decoding.
+    if (options_.face_stage == nullptr || !report.ok) {
+      pool_.Release(std::move(entry->prepared.canvas));
+      entry->prepared.canvas = {};
+    }
     entry->result.timing.inference_ms = report.inference_ms;
     entry->result.timing.batch_size = plan.batch_size;
     if (report.ok) {
@@ -482,12 +484,25 @@ void Pipeline::Postprocess(Entry* entry, const std::shared_ptr<const engine::Bat
   const auto start = SteadyClock::now();
   entry->result.faces =
       decoder_->Postprocess(outputs->rows_of(row, entry->prepared.letterbox), entry->detect);
+  Status stage = Status::Ok();
+  if (options_.face_stage != nullptr) {
+    if (!entry->result.faces.empty()) {
+      stage = options_.face_stage->Apply(entry->prepared.canvas, entry->prepared.letterbox,
+                                         entry->result.faces);
+    }
+    pool_.Release(std::move(entry->prepared.canvas));
+    entry->prepared.canvas = {};
+  }
   entry->result.timing.postprocess_ms = MillisecondsSince(start);
   Completions completions;
   {
     std::lock_guard<std::mutex> lock(mu_);
     --stats_.running;
-    EndLocked(entry, Outcome::kDone, Status::Ok(), &completions);
+    if (stage.ok()) {
+      EndLocked(entry, Outcome::kDone, Status::Ok(), &completions);
+    } else {
+      EndLocked(entry, Outcome::kFailed, std::move(stage), &completions);
+    }
   }
   RunCompletions(&completions);
 }

@@ -42,6 +42,7 @@
 #include "mogserve/result.h"
 #include "mogserve/status.h"
 #include "pipeline/canvas_pool.h"
+#include "pipeline/face_stage.h"
 #include "pipeline/pipeline_observer.h"
 #include "pipeline/pipeline_stats.h"
 #include "pipeline/prepared_canvas.h"
@@ -73,6 +74,10 @@ struct PipelineOptions {
   int max_preprocessing = 0;
   image::DecodeOptions decode;
   std::optional<DetectOptions> detect;  // nullopt = the decoder's defaults
+  // Run on each image's decoded faces before its result is delivered (the landmark net); the
+  // canvas is then held until post-processing instead of returning to the pool after the
+  // forward pass. Not owned; must outlive the pipeline. nullptr = none.
+  const FaceStage* face_stage = nullptr;
   // Not owned; must outlive the pipeline. nullptr = the steady clock / no observer.
   TimeSource* time = nullptr;
   PipelineObserver* observer = nullptr;

@@ -9,6 +9,7 @@
 
 #include "golden.h"
 #include "model/checkpoint_loader.h"
+#include "model/face_landmark_68.h"
 #include "model/input_normalization.h"
 #include "model/layer_plan.h"
 #include "model/mogface/mogface_model.h"
@@ -92,6 +93,41 @@ TEST(ReferenceExecutorParity, SsdMatchesThePythonReference) {
   // Both FP64; the executor's BatchNorm is folded into float32 weights, the reference's not.
   EXPECT_LE(scores, 1e-5);
   EXPECT_LE(boxes, 1e-4);
+}
+
+// face-api's landmark net as written once in model/face_landmark_68.cpp against
+// tests/reference/landmark68_ref.py (FP64, written from face-api's TypeScript: the 7x7 average
+// pool before the fully connected layer, the plan's averaging of its 49 cells after it) on
+// Grace Hopper's face: the 68 points the two give.
+TEST(ReferenceExecutorParity, Landmark68MatchesThePythonReference) {
+  auto model = FaceLandmark68Model::Load(std::string(MOGSERVE_MODELS_DIR) + "/" + kLandmark68Folder);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto rgb = ReadFileBytes(golden::GoldenPath("landmark68_grace_hopper.rgb"));
+  auto bin = ReadFileBytes(golden::GoldenPath("landmark68_grace_hopper.bin"));
+  ASSERT_TRUE(rgb.ok() && bin.ok());
+  ASSERT_EQ(bin->size(), size_t{2 * kLandmark68Points} * 8);
+  std::vector<double> want(2 * kLandmark68Points);
+  std::memcpy(want.data(), bin->data(), bin->size());
+  image::Image crop(kLandmark68InputSide, kLandmark68InputSide);
+  crop.data = *rgb;
+  auto plan = LayerPlan::Create((*model)->network(), kLandmark68InputSide, kLandmark68InputSide);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto out = RunReference(*plan, (*model)->weights(),
+                          NormalizePlanar((*model)->network()->normalization(), crop,
+                                          kLandmark68InputSide, kLandmark68InputSide));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  const std::vector<float> raw(out->raw.begin(), out->raw.end());
+  const std::vector<Point> points = Points68(raw);
+  ASSERT_EQ(points.size(), size_t{kLandmark68Points});
+  double worst = 0;
+  for (int i = 0; i < kLandmark68Points; ++i) {
+    worst = std::max({worst, std::abs(points[i].x - want[2 * i]),
+                      std::abs(points[i].y - want[2 * i + 1])});
+  }
+  std::printf("landmark net: FP64 executor vs FP64 reference max|dpoint| %.2e (of the crop)\n",
+              worst);
+  // Both FP64 over float32 weights; the points are stored as float (1e-7 of a crop).
+  EXPECT_LE(worst, 1e-6);
 }
 
 }  // namespace

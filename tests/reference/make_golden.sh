@@ -3,7 +3,7 @@
 # (tests/parity/): for each variant, a seeded checkpoint (.pt and .safetensors) and the Python
 # reference's conf/loc at an even size padded to 32 and at an odd size without padding (the
 # odd-size crop of spec §3), ModelScope's pipeline on two real photos, and the SSD's FP64
-# reference (ssd_ref.py) on a real photo. Usage: make_golden.sh
+# reference (ssd_ref.py) and the landmark net's (landmark68_ref.py) on a real photo. Usage: make_golden.sh
 # OUT_DIR. Needs Debian's python3-torch and python3-opencv.
 set -euo pipefail
 OUT="${1:?usage: make_golden.sh OUT_DIR}"
@@ -29,6 +29,9 @@ done
 # The SSD's independent FP64 reference on the top-left 512x512 of a real photo.
 "$PY" "$HERE/ssd_ref.py" "$HERE/../../models/ssd_mobilenetv1" \
   "$HERE/../data/photos/grace_hopper.jpg" "$OUT/ssd_grace_hopper"
+# face-api's 68-point landmark net (landmark68_ref.py) on a real face, its hand-checked box.
+"$PY" "$HERE/landmark68_ref.py" "$HERE/../../models/face_landmark_68" \
+  "$HERE/../data/photos/grace_hopper.jpg" 168,123,353,328 "$OUT/landmark68_grace_hopper"
 # The zip reader on a real-size checkpoint saved the way training code saves it.
 "$PY" "$HERE/make_synthetic_checkpoint.py" R50 "$OUT/R50_wrapped" --seed 7 --wrap net --module-prefix
 echo "make_golden: wrote $OUT" >&2

@@ -1,6 +1,7 @@
 #include "engine/cuda/program.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "common/enum_names.h"
@@ -69,6 +70,8 @@ class Lowering {
       case model::OpKind::kConcat:
       case model::OpKind::kPadChannels:  // one input, the rest zeros
         return Concat(index);
+      case model::OpKind::kActivation:
+        return Activation(index);
     }
     return InvalidArgument("op " + op.name + ": a kind the CUDA lowering does not know");
   }
@@ -152,6 +155,25 @@ class Lowering {
       clamp.hi = 6.0f;
       program_.steps.push_back(clamp);
     }
+    return Status::Ok();
+  }
+
+  // act(x) as a copy (which also zeroes the padding channels) clamped in place: ReLU to
+  // [0, +inf), ReLU6 to [0, 6]; the clamp maps the zeros to zeros.
+  Status Activation(int index) {
+    const model::Op& op = plan_.network().ops()[index];
+    if (op.act == model::Activation::kNone) {
+      return InvalidArgument("activation " + op.name + ": none");
+    }
+    MOGSERVE_RETURN_IF_ERROR(Concat(index));
+    Step clamp;
+    clamp.kind = StepKind::kClamp;
+    clamp.op = index;
+    clamp.out = Offset(op.output);
+    clamp.out_shape = DeviceShape(plan_, op.output, batch_);
+    clamp.lo = 0.0f;
+    clamp.hi = op.act == model::Activation::kRelu6 ? 6.0f : std::numeric_limits<float>::infinity();
+    program_.steps.push_back(clamp);
     return Status::Ok();
   }
 

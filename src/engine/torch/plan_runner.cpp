@@ -190,6 +190,15 @@ at::Tensor RunOp(const model::LayerPlan& plan, int index, const TorchWeights& w,
                                          x.options().memory_format(x.suggest_memory_format()));
       return at::cat({x, zeros}, 1);
     }
+    case model::OpKind::kActivation:
+      switch (op.act) {
+        case model::Activation::kRelu:
+          return at::relu(x);
+        case model::Activation::kRelu6:
+          return at::clamp(x, 0, 6);
+        case model::Activation::kNone:
+          return x;
+      }
   }
   return {};
 }

@@ -172,6 +172,10 @@ void RunOp(const LayerPlan& plan, const PreparedWeights& weights, int index,
       out = tensors[op.inputs[0]];
       out.resize(static_cast<size_t>(plan.shape(op.output).elements()), 0.0);
       break;
+    case OpKind::kActivation:
+      out = tensors[op.inputs[0]];
+      for (double& v : out) v = Activate(v, op.act);
+      break;
   }
 }
 
