@@ -57,6 +57,9 @@ struct DetectorInfo {
   int input_width = 0;  // the largest canvas a picture is scaled into
   int input_height = 0;
   std::string input_policy;  // "fixed 512x512", "bucket 640 (...)", ...
+  // Where the faces' five points come from: "face-api's 68-point net, five points", "the
+  // model's own" (BlazeFace), "none".
+  std::string landmarks;
   std::string scheduler;     // "continuous, max batch 16, max delay 2 ms"
   std::string buffer_plan;   // what the start-up warm-up measured and capped
   DetectOptions defaults;    // the thresholds every Detect uses

@@ -2,6 +2,7 @@
 // mogserve::mogserve (CMake: find_package(mogserve)) or `pkg-config --libs mogserve`.
 #pragma once
 
+#include "mogserve/align.h"
 #include "mogserve/detector.h"
 #include "mogserve/options.h"
 #include "mogserve/result.h"

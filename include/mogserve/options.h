@@ -31,7 +31,9 @@ struct DetectorOptions {
   // net for every model, also giving all 68 points (Detection::landmarks68); "model" only the
   // model's own (none for the SSD and MogFace: no second stage); "off" none at all.
   std::string landmarks = "auto";
-  std::string landmarks_dir;  // the landmark net's folder; empty: found as model_dir is
+  // The landmark net's folder. Empty: face_landmark_68 beside model_dir (or $MOGSERVE_MODEL_DIR)
+  // when that names one, else ./models/face_landmark_68, next to the build, or installed.
+  std::string landmarks_dir;
   // How it runs (--device, --precision, --calibration, --int8-float-layers, --threads).
   std::string device = "cpu";      // "cpu", "cuda" or "cuda:N"
   // cpu: fp32, bf16 (needs AVX-512), int8 (needs a calibration); cuda: fp32, tf32, fp16, bf16;

@@ -172,6 +172,7 @@ DetectorInfo Describe(const StackDescription& d, const pipeline::ShapeBuckets& b
                     .description = d.info.Describe(),
                     .instances = d.instances,
                     .input_policy = d.input_policy,
+                    .landmarks = d.landmarks,
                     .scheduler = d.scheduler,
                     .buffer_plan = d.buffer_plan,
                     .defaults = d.defaults};

@@ -79,14 +79,24 @@ StatusOr<std::unique_ptr<LandmarkStage>> LandmarkStage::Create(const std::string
     return Status(engine.status().code(),
                   "cannot start the landmark net: " + engine.status().message());
   }
-  return std::unique_ptr<LandmarkStage>(new LandmarkStage(std::move(*engine), output));
+  // One instance warmed up at the batch sizes most pictures need (1, 2 and 4 faces), so that
+  // the first answers do not pay for the backend's first passes (allocations, kernel choice).
+  MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> warm, (*engine)->NewInstance());
+  const std::vector<uint8_t> black(static_cast<size_t>(kSide) * kSide * 3, 0);
+  for (int rows : {1, 2, 4}) {
+    engine::CanvasBatch batch;
+    batch.width = batch.height = kSide;
+    batch.canvases.assign(rows, black.data());
+    MOGSERVE_RETURN_IF_ERROR(warm->Forward(batch).status());
+  }
+  return std::unique_ptr<LandmarkStage>(
+      new LandmarkStage(std::move(*engine), std::move(warm), output));
 }
 
-LandmarkStage::LandmarkStage(std::unique_ptr<engine::Engine> first, LandmarkOutput output)
-    : output_(output) {
-  auto second = first->NewInstance();
-  prototype_ = std::move(first);
-  if (second.ok()) idle_.push_back(std::move(*second));
+LandmarkStage::LandmarkStage(std::unique_ptr<engine::Engine> prototype,
+                             std::unique_ptr<engine::Engine> warm, LandmarkOutput output)
+    : output_(output), prototype_(std::move(prototype)) {
+  idle_.push_back(std::move(warm));
 }
 
 StatusOr<std::unique_ptr<engine::Engine>> LandmarkStage::Take() const {
@@ -109,9 +119,11 @@ void LandmarkStage::Give(std::unique_ptr<engine::Engine> engine) const {
 Status LandmarkStage::Apply(std::span<const uint8_t> canvas, const image::Letterbox& letterbox,
                             std::vector<Detection>& faces) const {
   if (faces.empty()) return Status::Ok();
-  if (canvas.size() <
-      static_cast<size_t>(letterbox.canvas_width) * letterbox.canvas_height * 3) {
-    return Internal("landmark stage: the canvas is smaller than its letterbox says");
+  if (letterbox.content_width < 1 || letterbox.content_height < 1 ||
+      letterbox.content_width > letterbox.canvas_width ||
+      letterbox.content_height > letterbox.canvas_height ||
+      canvas.size() < static_cast<size_t>(letterbox.canvas_width) * letterbox.canvas_height * 3) {
+    return Internal("landmark stage: the canvas does not match its letterbox");
   }
   MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> engine, Take());
   Status status = Status::Ok();
@@ -130,8 +142,7 @@ Status LandmarkStage::Apply(std::span<const uint8_t> canvas, const image::Letter
     batch.padded_batch_size = padded;
     auto outputs = engine->Forward(batch);
     if (!outputs.ok()) {
-      status = Status(outputs.status().code(),
-                      "landmark net: " + outputs.status().message());
+      status = Status(outputs.status().code(), "landmark net: " + outputs.status().message());
       break;
     }
     for (size_t i = 0; i < count; ++i) {

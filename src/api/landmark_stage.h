@@ -24,8 +24,8 @@ namespace mogserve::api {
 
 // What the stage writes into each face.
 enum class LandmarkOutput {
-  kFive,         // Detection::landmarks (five points), replacing the model's own
-  kFiveAnd68,    // and Detection::landmarks68
+  kFive,       // Detection::landmarks (five points), replacing the model's own
+  kFiveAnd68,  // and Detection::landmarks68
 };
 
 class LandmarkStage final : public pipeline::FaceStage {
@@ -43,15 +43,18 @@ class LandmarkStage final : public pipeline::FaceStage {
   static constexpr int kMaxBatch = 16;
 
  private:
-  LandmarkStage(std::unique_ptr<engine::Engine> first, LandmarkOutput output);
+  LandmarkStage(std::unique_ptr<engine::Engine> prototype, std::unique_ptr<engine::Engine> warm,
+                LandmarkOutput output);
   // An idle instance (a new one when every instance is busy) and its return.
   StatusOr<std::unique_ptr<engine::Engine>> Take() const;
   void Give(std::unique_ptr<engine::Engine> engine) const;
 
   LandmarkOutput output_;
+  // Runs nothing: NewInstance's source, so that no instance is asked for another while it runs.
+  std::unique_ptr<engine::Engine> prototype_;
   mutable std::mutex mu_;
-  mutable std::vector<std::unique_ptr<engine::Engine>> idle_;  // guarded by mu_
-  std::unique_ptr<engine::Engine> prototype_;  // shares its weights with every instance
+  // Instances not running now (one per post-processing thread at most); guarded by mu_.
+  mutable std::vector<std::unique_ptr<engine::Engine>> idle_;
 };
 
 // `landmarks: off` with a model that has its own: takes them away.

@@ -219,27 +219,67 @@ StatusOr<LandmarkChoice> ParseLandmarks(std::string_view text, const OptionNames
                          "' is not known; allowed: auto, 68, model, off");
 }
 
-StatusOr<std::shared_ptr<const pipeline::FaceStage>> LoadFaceStage(
-    const DetectorOptions& o, const model::ModelSpec& spec,
-    const engine::EngineOptions& engine_options, const OptionNames& names) {
+std::string DescribeLandmarks(LandmarkChoice choice, const model::ModelSpec& spec) {
+  switch (choice) {
+    case LandmarkChoice::kOff:
+      return "none";
+    case LandmarkChoice::kModel:
+      return spec.landmarks ? "the model's own" : "none";
+    case LandmarkChoice::kAuto:
+      return spec.landmarks ? "the model's own" : "face-api's 68-point net, five points";
+    case LandmarkChoice::k68:
+      return "face-api's 68-point net, five points and all 68";
+  }
+  return "";
+}
+
+std::string ResolveLandmarkDir(const DetectorOptions& o) {
+  if (!o.landmarks_dir.empty()) return o.landmarks_dir;
+  // A models/ folder holds both: beside the detector's folder when one was named.
+  const char* env = std::getenv("MOGSERVE_MODEL_DIR");
+  const std::string named = !o.model_dir.empty() ? o.model_dir : (env != nullptr ? env : "");
+  if (!named.empty()) {
+    fs::path folder(named);
+    if (!folder.has_filename()) folder = folder.parent_path();  // "models/ssd/"
+    const fs::path sibling = folder.parent_path() / model::kLandmark68Folder;
+    std::error_code ec;
+    if (fs::is_directory(sibling, ec)) return sibling.string();
+  }
+  return ResolveModelDir("", model::kLandmark68Folder);
+}
+
+StatusOr<LoadedFaceStage> LoadFaceStage(const DetectorOptions& o, const model::ModelSpec& spec,
+                                        const engine::EngineOptions& engine_options,
+                                        const OptionNames& names) {
   MOGSERVE_ASSIGN_OR_RETURN(const LandmarkChoice choice, ParseLandmarks(o.landmarks, names));
+  LoadedFaceStage out;
+  out.description = DescribeLandmarks(choice, spec);
   if (choice == LandmarkChoice::kOff) {
-    return spec.landmarks ? std::make_shared<const NoLandmarks>()
-                          : std::shared_ptr<const pipeline::FaceStage>();
+    if (spec.landmarks) out.stage = std::make_shared<const NoLandmarks>();
+    return out;
   }
   if (choice == LandmarkChoice::kModel || (choice == LandmarkChoice::kAuto && spec.landmarks)) {
-    return std::shared_ptr<const pipeline::FaceStage>();
+    return out;
   }
-  auto stage = LandmarkStage::Create(ResolveModelDir(o.landmarks_dir, model::kLandmark68Folder),
-                                     engine_options,
-                                     choice == LandmarkChoice::k68 ? LandmarkOutput::kFiveAnd68
-                                                                   : LandmarkOutput::kFive);
-  if (!stage.ok()) {
-    return Status(stage.status().code(), names("landmarks") + " " + o.landmarks + ": " +
-                                             stage.status().message() + " (or " +
-                                             names("landmarks") + " model)");
+  const std::string dir = ResolveLandmarkDir(o);
+  auto stage = LandmarkStage::Create(
+      dir, engine_options,
+      choice == LandmarkChoice::k68 ? LandmarkOutput::kFiveAnd68 : LandmarkOutput::kFive);
+  if (stage.ok()) {
+    out.stage = std::move(*stage);
+    return out;
   }
-  return std::shared_ptr<const pipeline::FaceStage>(std::move(*stage));
+  // auto is "where there are any": without the net's files the faces come without points, said
+  // once at start; 68, asked for by name, refuses to start.
+  if (choice == LandmarkChoice::kAuto && stage.status().code() == StatusCode::kNotFound) {
+    out.description = "none: face-api's 68-point net is not in " + dir +
+                      " (scripts/setup.sh fetches it; " + names("landmarks_dir") + " names it)";
+    spdlog::warn("landmarks: {}", out.description);
+    return out;
+  }
+  return Status(stage.status().code(), names("landmarks") + " " + o.landmarks + ": " +
+                                           stage.status().message() + " (or " + names("landmarks") +
+                                           " model)");
 }
 
 StatusOr<EngineSetup> ToEngineSetup(const DetectorOptions& o, const OptionNames& names) {
@@ -275,8 +315,10 @@ StatusOr<LoadedEngines> LoadEngines(const engine::EngineOptions& engine_options,
     loaded.owned.push_back(std::move(another));
   }
   for (auto& e : loaded.owned) loaded.engines.push_back(e.get());
-  MOGSERVE_ASSIGN_OR_RETURN(loaded.face_stage,
+  MOGSERVE_ASSIGN_OR_RETURN(LoadedFaceStage stage,
                             LoadFaceStage(options, *model.spec, engine_options, names));
+  loaded.face_stage = std::move(stage.stage);
+  loaded.landmarks = std::move(stage.description);
   return loaded;
 }
 
@@ -344,6 +386,7 @@ StatusOr<ServingPipeline> StartPipeline(const DetectorOptions& o, const LoadedEn
   out.preprocess_threads = options.preprocess_threads;
   out.description.info = loaded.engines.front()->info();
   out.description.input_policy = loaded.buckets.Describe();
+  out.description.landmarks = loaded.landmarks;
   out.description.buffer_plan = buffer_plan;
   out.description.defaults = defaults;
   out.description.instances = static_cast<int>(loaded.engines.size());

@@ -79,12 +79,25 @@ StatusOr<engine::EngineOptions> CheckOptions(const DetectorOptions& options,
 // --landmarks: where the five points come from.
 enum class LandmarkChoice { kAuto, k68, kModel, kOff };
 StatusOr<LandmarkChoice> ParseLandmarks(std::string_view text, const OptionNames& names = {});
+// "the model's own", "face-api's 68-point net, five points", "none", ...
+std::string DescribeLandmarks(LandmarkChoice choice, const model::ModelSpec& spec);
+// The 68-point landmark net's folder: `landmarks_dir` when given, else face_landmark_68 beside
+// the detector's folder when one was named (model_dir, else $MOGSERVE_MODEL_DIR: a models/ folder
+// holds both), else as ResolveModelDir finds models/face_landmark_68.
+std::string ResolveLandmarkDir(const DetectorOptions& options);
 // The stage `landmarks` asks for with `spec`'s model: the 68-point landmark net (api::
 // LandmarkStage, on engine_options' device in FP32), one that removes the model's own points
-// (off), or none (null: the model's own points, or none, as decoded). Errors name the option.
-StatusOr<std::shared_ptr<const pipeline::FaceStage>> LoadFaceStage(
-    const DetectorOptions& options, const model::ModelSpec& spec,
-    const engine::EngineOptions& engine_options, const OptionNames& names = {});
+// (off), or none (null: the model's own points, or none, as decoded); and its description. auto
+// without the net's files: none, with a warning at start; 68 without them: the error, naming
+// the option. Errors name the option.
+struct LoadedFaceStage {
+  std::shared_ptr<const pipeline::FaceStage> stage;
+  std::string description;  // DescribeLandmarks, or why there are none
+};
+StatusOr<LoadedFaceStage> LoadFaceStage(const DetectorOptions& options,
+                                        const model::ModelSpec& spec,
+                                        const engine::EngineOptions& engine_options,
+                                        const OptionNames& names = {});
 
 struct LoadedEngines {
   std::vector<std::unique_ptr<engine::Engine>> owned;  // options.instances, sharing weights
@@ -94,6 +107,7 @@ struct LoadedEngines {
   pipeline::ShapeBuckets buckets;
   // Run on each image's faces after decoding (LoadFaceStage); null = none.
   std::shared_ptr<const pipeline::FaceStage> face_stage;
+  std::string landmarks;  // where the faces' points come from (DescribeLandmarks)
 };
 // Loads the model `options` name (ToModelChoice), the engine `engine_options` describe (from
 // ToEngineOptions) and options.instances - 1 more sharing its weights (0:

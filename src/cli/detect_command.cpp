@@ -14,8 +14,10 @@
 #include "cli/progress_bar.h"
 #include "common/file_util.h"
 #include "common/reorder_window.h"
+#include "image/align.h"
 #include "image/draw.h"
 #include "image/encode.h"
+#include "model/model_registry.h"
 #include "pipeline/offline_detector.h"  // SourceResult (--tta)
 #include "pipeline/tta.h"
 
@@ -28,6 +30,8 @@ struct DetectFlags {
   std::vector<std::string> paths;
   BatchJobFlags job;
   std::string annotate_dir;
+  std::string crops_dir;
+  int crop_size = 112;
   bool timing = false;
   bool quiet = false;
   std::string tta;  // "", "paper", "hard", "flip"
@@ -50,10 +54,31 @@ fs::path AnnotationPath(const std::string& dir, const std::string& relative,
   return target;
 }
 
-Status WriteAnnotated(const std::string& path, const DetectResult& result, const fs::path& out) {
-  MOGSERVE_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadFileBytes(path));
-  MOGSERVE_ASSIGN_OR_RETURN(image::DecodedImage decoded, image::Decode(bytes));
-  image::Image& img = decoded.image;
+// DIR/<relative without extension>_<face index>.jpg (faces in score order, from 0).
+fs::path CropPath(const std::string& dir, const std::string& relative, size_t face) {
+  fs::path target = fs::path(dir) / relative;
+  return target.parent_path() / (target.stem().string() + "_" + std::to_string(face) + ".jpg");
+}
+
+// Each face with its five points warped onto the ArcFace template (image/align.h), written as
+// crop_paths[k] (JPEG, quality 95; written whole or not at all). Faces without points have none.
+Status WriteCrops(const image::Image& picture, const DetectResult& result, const std::string& dir,
+                  const std::string& relative, int size) {
+  for (size_t k = 0; k < result.faces.size(); ++k) {
+    const Detection& d = result.faces[k];
+    if (d.landmarks.size() != static_cast<size_t>(kNumLandmarks)) continue;
+    MOGSERVE_ASSIGN_OR_RETURN(const image::Image crop,
+                              image::AlignFace(picture, d.landmarks, size));
+    MOGSERVE_ASSIGN_OR_RETURN(const std::vector<uint8_t> jpeg, image::EncodeJpeg(crop, 95));
+    const fs::path out = CropPath(dir, relative, k);
+    std::error_code ec;
+    fs::create_directories(out.parent_path(), ec);
+    MOGSERVE_RETURN_IF_ERROR(WriteFileBytes(out.string(), jpeg));
+  }
+  return Status::Ok();
+}
+
+Status WriteAnnotated(image::Image img, const DetectResult& result, const fs::path& out) {
   const int thickness = std::max(2, std::max(img.width, img.height) / 400);
   const int text_scale = std::max(1, std::max(img.width, img.height) / 500);
   for (const Detection& d : result.faces) {
@@ -63,14 +88,21 @@ Status WriteAnnotated(const std::string& path, const DetectResult& result, const
     const int label_y = std::max(0, static_cast<int>(d.y1) - 9 * text_scale);
     image::DrawLabel(img, static_cast<int>(d.x1), label_y, label, {0, 0, 0}, {0, 255, 0},
                      text_scale);
+    for (const Point& p : d.landmarks) {
+      image::DrawDot(img, p.x, p.y, 1.5f * thickness, {255, 0, 0});
+    }
   }
   MOGSERVE_ASSIGN_OR_RETURN(std::vector<uint8_t> jpeg, image::EncodeJpeg(img, 90));
   std::error_code ec;
   fs::create_directories(out.parent_path(), ec);
-  std::ofstream f(out, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
-  if (!f) return Internal("cannot write " + out.string());
-  return Status::Ok();
+  return WriteFileBytes(out.string(), jpeg);
+}
+
+// The picture again (the pipeline keeps none), upright, for --annotate and --crops.
+StatusOr<image::Image> ReadPicture(const std::string& path) {
+  MOGSERVE_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadFileBytes(path));
+  MOGSERVE_ASSIGN_OR_RETURN(image::DecodedImage decoded, image::Decode(bytes));
+  return std::move(decoded.image);
 }
 
 // --tta: the paper's multi-scale + flip + box-voting test (pipeline/tta.h), one image at a time;
@@ -171,9 +203,20 @@ class ResultWriter {
 
   void Write(const std::string& path, StatusOr<DetectResult> result) {
     ++done_;
-    if (result.ok() && !flags_.annotate_dir.empty()) {
-      const Status written = WriteAnnotated(
-          path, *result, AnnotationPath(flags_.annotate_dir, relative_of_[path], annotated_));
+    const bool drawn = !flags_.annotate_dir.empty();
+    const bool cropped = !flags_.crops_dir.empty() && result.ok() && !result->faces.empty();
+    if (result.ok() && (drawn || cropped)) {
+      StatusOr<image::Image> picture = ReadPicture(path);
+      Status written = picture.status();
+      if (written.ok() && cropped) {
+        written =
+            WriteCrops(*picture, *result, flags_.crops_dir, relative_of_[path], flags_.crop_size);
+      }
+      if (written.ok() && drawn) {
+        written =
+            WriteAnnotated(std::move(*picture), *result,
+                           AnnotationPath(flags_.annotate_dir, relative_of_[path], annotated_));
+      }
       if (!written.ok()) result = written;
     }
     out_ << FormatJsonLine(path, result, flags_.timing) << "\n";
@@ -214,7 +257,26 @@ class ResultWriter {
   int64_t done_ = 0, failed_ = 0, faces_ = 0;
 };
 
+// --crops needs five points a face: refused at start when nothing gives them.
+Status CheckCrops(const DetectFlags& flags) {
+  if (flags.crops_dir.empty()) return Status::Ok();
+  MOGSERVE_RETURN_IF_ERROR(image::ArcFaceTemplate(flags.crop_size).status());
+  const std::string& l = flags.options.landmarks;
+  const auto spec = model::FindModel(flags.options.model);
+  const bool own = spec.ok() && (*spec)->landmarks;
+  if (!flags.tta.empty() || l == "off" || (l == "model" && !own)) {
+    return InvalidArgument("--crops: aligned crops need five landmarks a face, which " +
+                           std::string(!flags.tta.empty() ? "--tta does not give"
+                                                          : "--landmarks " + l + " turns off") +
+                           "; use --landmarks auto (the default) or 68");
+  }
+  return Status::Ok();
+}
+
 int RunDetect(const DetectFlags& flags) {
+  if (const Status crops = CheckCrops(flags); !crops.ok()) {
+    return PrintError(crops.message(), kExitUsage);
+  }
   const std::vector<InputFile> inputs = CollectInputFiles(flags.paths);
   std::unique_ptr<Detector> detector;
   if (flags.tta.empty()) {
@@ -261,7 +323,16 @@ CommandRunner RegisterDetectCommand(CLI::App& app) {
       ->required();
   AddBatchJobFlags(app, flags->job, "images");
   app.add_option("--annotate", flags->annotate_dir,
-                 "Write each image with its boxes and scores drawn into this folder (JPEG)");
+                 "Write each image with its boxes, scores and landmarks drawn into this folder "
+                 "(JPEG)");
+  app.add_option("--crops", flags->crops_dir,
+                 "Write each face aligned to the ArcFace template (its five landmarks warped onto "
+                 "insightface's arcface_dst) into this folder: <image name>_<face index>.jpg");
+  app.add_option("--crop-size", flags->crop_size,
+                 "Side of the aligned crops in pixels: a multiple of 112 or 128, as insightface's "
+                 "templates")
+      ->check(CLI::Range(16, 4096))
+      ->capture_default_str();
   app.add_option(
          "--decode-threads", flags->options.decode_threads,
          "Threads reading and decoding images ahead of the engine (0 = half the cores, at least 1)")

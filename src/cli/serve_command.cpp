@@ -119,6 +119,7 @@ void LogReady(const std::string& url, const ServingPipeline& started,
   spdlog::info("instances: {}, decode threads: {}, scheduler: {}", model.instances,
                started.preprocess_threads, model.scheduler);
   spdlog::info("input: {}", model.input_policy);
+  spdlog::info("landmarks: {}", model.landmarks);
   spdlog::info("buffer plan:\n{}", model.buffer_plan);
   const ProcessMemory memory = ReadProcessMemory();
   const engine::MemoryStats engine_memory = loaded.engines.front()->Memory();

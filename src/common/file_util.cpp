@@ -50,11 +50,15 @@ std::string FindProjectFolder(const std::string& relative) {
 }
 
 Status WriteTextFile(const std::string& path, const std::string& text) {
+  return WriteFileBytes(path, {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+}
+
+Status WriteFileBytes(const std::string& path, std::span<const uint8_t> bytes) {
   // Into a temporary file beside it, renamed over `path` once complete: never a partial file.
   const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
   std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(temporary.c_str(), "wb"), &std::fclose);
   if (!file) return Internal("cannot write " + path + ": " + std::strerror(errno));
-  if (std::fwrite(text.data(), 1, text.size(), file.get()) != text.size() ||
+  if (std::fwrite(bytes.data(), 1, bytes.size(), file.get()) != bytes.size() ||
       std::fclose(file.release()) != 0 || std::rename(temporary.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     std::remove(temporary.c_str());

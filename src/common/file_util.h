@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,5 +22,7 @@ std::string FindProjectFolder(const std::string& relative);
 // Writes `text` to `path`, replacing it all at once (a temporary file beside it, renamed): a
 // failed write leaves no partial file. kInternal naming the path when it cannot be written.
 Status WriteTextFile(const std::string& path, const std::string& text);
+// The same for bytes.
+Status WriteFileBytes(const std::string& path, std::span<const uint8_t> bytes);
 
 }  // namespace mogserve

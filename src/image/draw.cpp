@@ -128,6 +128,25 @@ void DrawRect(Image& img, float x1, float y1, float x2, float y2, Rgb color, int
   FillRect(img, std::max(left, right - t + 1), top, right, bottom, color);   // right edge
 }
 
+void DrawDot(Image& img, float x, float y, float radius, Rgb color) {
+  if (img.empty() || std::isnan(x) || std::isnan(y) || std::isnan(radius)) return;
+  const double r = std::clamp(static_cast<double>(radius), 1.0, static_cast<double>(kMaxThickness));
+  const double cx =
+      std::clamp(static_cast<double>(x), -kCoordinateLimit * 1.0, kCoordinateLimit * 1.0);
+  const double cy =
+      std::clamp(static_cast<double>(y), -kCoordinateLimit * 1.0, kCoordinateLimit * 1.0);
+  const int64_t x1 = std::max<int64_t>(static_cast<int64_t>(std::floor(cx - r)), 0);
+  const int64_t x2 = std::min<int64_t>(static_cast<int64_t>(std::ceil(cx + r)), img.width - 1);
+  const int64_t y1 = std::max<int64_t>(static_cast<int64_t>(std::floor(cy - r)), 0);
+  const int64_t y2 = std::min<int64_t>(static_cast<int64_t>(std::ceil(cy + r)), img.height - 1);
+  for (int64_t py = y1; py <= y2; ++py) {
+    for (int64_t px = x1; px <= x2; ++px) {
+      const double dx = px + 0.5 - cx, dy = py + 0.5 - cy;
+      if (dx * dx + dy * dy <= r * r) FillRect(img, px, py, px, py, color);
+    }
+  }
+}
+
 void DrawLabel(Image& img, int x, int y, const std::string& text, Rgb color, Rgb background,
                int scale) {
   if (img.empty() || text.empty()) return;

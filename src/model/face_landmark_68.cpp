@@ -20,16 +20,16 @@ ConvArgs Same(int stride, Activation act, int residual = -1) {
 }
 
 int AddConv(NetworkBuilder& b, const std::string& name, KernelLayout layout,
-            const std::string& weight_key, const std::string& bias_key, int kernel, int in,
-            int out, int groups) {
+            const std::string& weight_key, const std::string& bias_key, int kernel, int in, int out,
+            int groups) {
   ConvDef d;
   d.name = name;
   d.out_channels = out;
   d.in_channels = in;
   d.kernel = kernel;
   d.groups = groups;
-  d.parts.push_back({layout, weight_key, bias_key, layout == KernelLayout::kTfDepthwise ? in : out,
-                     0, 1, out});
+  d.parts.push_back(
+      {layout, weight_key, bias_key, layout == KernelLayout::kTfDepthwise ? in : out, 0, 1, out});
   return b.AddConvDef(std::move(d));
 }
 
@@ -82,8 +82,8 @@ std::shared_ptr<const Network> BuildFaceLandmark68Network() {
   for (int i = 0; i < 4; ++i) {
     x = DenseBlock4(b, "dense" + std::to_string(i), x, kChannels[i], i == 0);
   }
-  const int fc = AddConv(b, "fc", KernelLayout::kTfDense, "fc/weights", "fc/bias", 1,
-                         kChannels[3], kOutputs, 1);
+  const int fc = AddConv(b, "fc", KernelLayout::kTfDense, "fc/weights", "fc/bias", 1, kChannels[3],
+                         kOutputs, 1);
   b.AddRawOutput(b.Conv(fc, x, Same(1, Activation::kNone), "fc"));
   return b.FinishOrAbort();
 }
@@ -100,8 +100,8 @@ StatusOr<std::unique_ptr<FaceLandmark68Model>> FaceLandmark68Model::Create(
 StatusOr<std::unique_ptr<FaceLandmark68Model>> FaceLandmark68Model::Load(const std::string& dir) {
   auto weights = LoadTfjsWeights(dir, kLandmark68WeightsName);
   if (!weights.ok()) {
-    return Status(weights.status().code(), weights.status().message() +
-                                               " (run scripts/setup.sh to fetch the landmark net)");
+    return Status(weights.status().code(),
+                  weights.status().message() + " (run scripts/setup.sh to fetch the landmark net)");
   }
   return Create(*weights);
 }

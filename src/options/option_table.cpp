@@ -74,7 +74,8 @@ const std::vector<Option>& Options() {
    .library = &D::landmarks},
   {.name = "landmarks_dir", .flag = "--landmarks-dir", .group = Group::kModel,
    .surfaces = kStartup, .type = Type::kText,
-   .default_text = "models/face_landmark_68, found as --model-dir is",
+   .default_text = "face_landmark_68 beside --model-dir (or $MOGSERVE_MODEL_DIR), else "
+                   "models/face_landmark_68 found as --model-dir is",
    .help = "Folder with face-api's 68-point landmark net (face_landmark_68_model-*)",
    .library = &D::landmarks_dir},
   {.name = "int8_float_layers", .flag = "--int8-float-layers", .group = Group::kModel,

@@ -12,6 +12,7 @@ namespace mogserve::pipeline {
 struct StackDescription {
   engine::EngineInfo info;
   std::string input_policy;  // ShapeBuckets::Describe()
+  std::string landmarks;     // "face-api's 68-point net, five points", "none", ...
   std::string buffer_plan;   // BufferPlan::Describe(); "" without a warm-up
   DetectOptions defaults;    // the per-image settings every request starts from
   std::string scheduler;     // "continuous, max batch 16, max delay 2 ms"

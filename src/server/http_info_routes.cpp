@@ -73,6 +73,7 @@ HttpResponse HttpServer::Models() const {
                       {"threads", i.threads},
                       {"instances", model_.instances},
                       {"input_policy", model_.input_policy},
+                      {"landmarks", model_.landmarks},
                       {"scheduler", model_.scheduler},
                       {"buffer_plan", model_.buffer_plan}};
   // Every per-image setting of the option table, as this server applies it by default.

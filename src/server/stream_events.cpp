@@ -290,6 +290,9 @@ StatusOr<std::vector<uint8_t>> SnapshotJpeg(const video::FrameResult& r, bool bo
     for (const Detection& d : r.result.result.faces) {
       image::DrawRect(picture, d.x1 * scale, d.y1 * scale, d.x2 * scale, d.y2 * scale,
                       image::Rgb{0, 255, 0}, thickness);
+      for (const Point& p : d.landmarks) {
+        image::DrawDot(picture, p.x * scale, p.y * scale, 1.5f * thickness, image::Rgb{255, 0, 0});
+      }
     }
   }
   return image::EncodeJpeg(picture, 80);

@@ -2,6 +2,8 @@
 // a centred square with black, resized to 112x112, and the map back to picture pixels.
 #include "api/landmark_stage.h"
 
+#include "mogserve/align.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -76,6 +78,45 @@ TEST(LandmarkCrop, BoxBeyondThePictureIsClippedToIt) {
   EXPECT_EQ(crop.origin_y, 0);
   // The last columns are black: the canvas's padding was not read.
   for (int oy = 0; oy < 112; ++oy) EXPECT_EQ(crop.pixels[(oy * 112 + 111) * 3 + 2], 0) << oy;
+}
+
+// The public AlignFace: a strided picture whose five points sit on the 112 template already
+// comes back as the same pixels; bad input names what is wrong.
+TEST(PublicAlignFace, PointsOnTheTemplateGiveThePictureBackAndBadInputIsNamed) {
+  constexpr int kStride = 112 * 3 + 8;  // rows padded
+  std::vector<uint8_t> rows(static_cast<size_t>(kStride) * 112, 77);
+  for (int y = 0; y < 112; ++y) {
+    for (int x = 0; x < 112; ++x) {
+      uint8_t* p = &rows[static_cast<size_t>(y) * kStride + x * 3];
+      p[0] = static_cast<uint8_t>(2 * x);
+      p[1] = static_cast<uint8_t>(2 * y);
+      p[2] = 9;
+    }
+  }
+  const Pixels picture{rows.data(), 112, 112, kStride};
+  const std::vector<Point> five = {{38.7946f, 52.1963f},
+                                   {74.0318f, 52.0014f},
+                                   {56.5252f, 72.2366f},
+                                   {42.0493f, 92.8655f},
+                                   {71.2299f, 92.7041f}};  // arcface_dst + 0.5
+  auto crop = AlignFace(picture, five);
+  ASSERT_TRUE(crop.ok()) << crop.status().ToString();
+  ASSERT_EQ(crop->width, 112);
+  ASSERT_EQ(crop->rgb.size(), 112u * 112 * 3);
+  for (int y = 0; y < 112; y += 7) {
+    for (int x = 0; x < 112; x += 7) {
+      const uint8_t* p = &crop->rgb[(static_cast<size_t>(y) * 112 + x) * 3];
+      EXPECT_NEAR(p[0], 2 * x, 1) << x << "," << y;
+      EXPECT_NEAR(p[1], 2 * y, 1) << x << "," << y;
+      EXPECT_EQ(p[2], 9);
+    }
+  }
+  auto short_stride = AlignFace({rows.data(), 112, 112, 100}, five);
+  ASSERT_FALSE(short_stride.ok());
+  EXPECT_NE(short_stride.status().message().find("stride"), std::string::npos);
+  EXPECT_FALSE(AlignFace({nullptr, 112, 112, 0}, five).ok());
+  EXPECT_FALSE(AlignFace(picture, std::span(five).first(4)).ok());
+  EXPECT_FALSE(AlignFace(picture, five, 100).ok());
 }
 
 }  // namespace

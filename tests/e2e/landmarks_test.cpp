@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "e2e_support.h"
+#include "image/decode.h"
 
 namespace mogserve::e2e {
 namespace {
@@ -17,8 +18,8 @@ double Iou(const json& a, const json& b) {
   auto v = [](const json& box, int i) { return box.at(i).get<double>(); };
   const double w = std::max(0.0, std::min(v(a, 2), v(b, 2)) - std::max(v(a, 0), v(b, 0)));
   const double h = std::max(0.0, std::min(v(a, 3), v(b, 3)) - std::max(v(a, 1), v(b, 1)));
-  const double uni = (v(a, 2) - v(a, 0)) * (v(a, 3) - v(a, 1)) +
-                     (v(b, 2) - v(b, 0)) * (v(b, 3) - v(b, 1)) - w * h;
+  const double uni =
+      (v(a, 2) - v(a, 0)) * (v(a, 3) - v(a, 1)) + (v(b, 2) - v(b, 0)) * (v(b, 3) - v(b, 1)) - w * h;
   return uni > 0 ? w * h / uni : 0.0;
 }
 
@@ -97,9 +98,10 @@ TEST(LandmarksE2E, SsdFacesGetFivePointsNearTheHandPlacedOnes) {
       ++compared;
     }
   }
-  std::printf("landmarks: %d faces; %d hand-placed faces, mean error %.3f of the inter-ocular "
-              "distance, %d of %d points within 10 %%\n",
-              faces, compared, error_sum / compared, within, points);
+  std::printf(
+      "landmarks: %d faces; %d hand-placed faces, mean error %.3f of the inter-ocular "
+      "distance, %d of %d points within 10 %%\n",
+      faces, compared, error_sum / compared, within, points);
   EXPECT_EQ(faces, 25);
   EXPECT_EQ(compared, 8);
   EXPECT_LE(error_sum / compared, 0.09);  // measured 0.072
@@ -133,8 +135,8 @@ TEST(LandmarksE2E, SixtyEightPointsOnRequestAndNoneWhenTurnedOff) {
     EXPECT_FALSE(only.at("faces")[0].contains("landmarks")) << mode << ": " << r.out;
   }
   // BlazeFace: its own points with auto, none with off, the net's 68 with 68.
-  const ProcessResult off = RunMogserve({"detect", "--model", "blazeface", "--landmarks", "off",
-                                         photo});
+  const ProcessResult off =
+      RunMogserve({"detect", "--model", "blazeface", "--landmarks", "off", photo});
   ASSERT_EQ(off.exit_code, 0) << off.Describe();
   EXPECT_FALSE(Contains(off.out, "landmarks")) << off.out;
   const ProcessResult net =
@@ -143,7 +145,10 @@ TEST(LandmarksE2E, SixtyEightPointsOnRequestAndNoneWhenTurnedOff) {
   EXPECT_TRUE(Contains(net.out, "\"landmarks68\"")) << net.out;
 }
 
-TEST(LandmarksE2E, BadChoiceAndMissingFolderAreRefusedBeforeAnyImage) {
+// A bad choice is a usage error; without the net's files, 68 (asked for by name) refuses to
+// start naming the file, setup.sh and the way out, while auto answers without points and says
+// why once.
+TEST(LandmarksE2E, BadChoiceIsRefusedAndAMissingNetStopsOnly68) {
   const std::string photo = PhotoPath("grace_hopper.jpg").string();
   const ProcessResult bad = RunMogserve({"detect", "--landmarks", "106", photo});
   EXPECT_EQ(bad.exit_code, 2) << bad.Describe();
@@ -151,12 +156,65 @@ TEST(LandmarksE2E, BadChoiceAndMissingFolderAreRefusedBeforeAnyImage) {
   EXPECT_TRUE(Contains(bad.err, "auto, 68, model, off")) << bad.err;
   const TempDir dir;
   const ProcessResult missing =
-      RunMogserve({"detect", "--landmarks-dir", dir.path().string(), photo});
+      RunMogserve({"detect", "--landmarks", "68", "--landmarks-dir", dir.path().string(), photo});
   EXPECT_EQ(missing.exit_code, 3) << missing.Describe();
   EXPECT_TRUE(Contains(missing.err, "face_landmark_68_model")) << missing.err;
   EXPECT_TRUE(Contains(missing.err, "scripts/setup.sh")) << missing.err;
   EXPECT_TRUE(Contains(missing.err, "--landmarks model")) << missing.err;
   EXPECT_TRUE(missing.out.empty()) << missing.out;
+  const ProcessResult degraded =
+      RunMogserve({"detect", "--landmarks-dir", dir.path().string(), photo});
+  ASSERT_EQ(degraded.exit_code, 0) << degraded.Describe();
+  EXPECT_TRUE(Contains(degraded.err, "68-point net is not in " + dir.path().string()))
+      << degraded.err;
+  const json line = ParseJsonLines(degraded.out).at(0);
+  ASSERT_EQ(line.at("faces").size(), 1u) << degraded.out;
+  EXPECT_FALSE(line.at("faces")[0].contains("landmarks")) << degraded.out;
+}
+
+// --crops: one aligned crop a face, named after its picture and its index, of --crop-size; a
+// crop where the face's landmarks were found (the ArcFace template puts the eyes on row 52 of
+// 112: that row is darker than the forehead's); no temporary files left; refused without points.
+TEST(LandmarksE2E, CropsWriteOneAlignedFaceEach) {
+  const TempDir dir;
+  const ProcessResult r = RunMogserve(
+      {"detect", "--crops", dir.path().string(), "--crop-size", "224", PhotosDir().string()});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  int files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path())) {
+    if (!entry.is_regular_file()) continue;
+    ++files;
+    EXPECT_EQ(entry.path().extension(), ".jpg") << entry.path();
+    auto decoded = image::Decode(ReadBytes(entry.path()));
+    ASSERT_TRUE(decoded.ok()) << entry.path();
+    EXPECT_EQ(decoded->image.width, 224);
+    EXPECT_EQ(decoded->image.height, 224);
+  }
+  EXPECT_EQ(files, 25);  // every face of the photos, none of coffee.png
+  for (const char* name : {"grace_hopper_0.jpg", "sample6_3.jpg", "astronaut_0.jpg"}) {
+    SCOPED_TRACE(name);
+    auto crop = image::Decode(ReadBytes(dir.path() / name));
+    ASSERT_TRUE(crop.ok());
+    const image::Image& img = crop->image;
+    auto row_mean = [&](int y) {
+      double sum = 0;
+      for (int x = 60; x < 164; ++x) {
+        const uint8_t* p = img.pixel(x, y);
+        sum += (p[0] + p[1] + p[2]) / 3.0;
+      }
+      return sum / 104;
+    };
+    // Eyes (row 2 x 51.6) against the cheeks between eyes and mouth (row 2 x 62).
+    EXPECT_LT(row_mean(103), row_mean(124)) << "the eye row is not darker than the cheek row";
+  }
+  const ProcessResult off = RunMogserve({"detect", "--crops", dir.path().string(), "--landmarks",
+                                         "off", PhotoPath("grace_hopper.jpg").string()});
+  EXPECT_EQ(off.exit_code, 2) << off.Describe();
+  EXPECT_TRUE(Contains(off.err, "--crops")) << off.err;
+  const ProcessResult size = RunMogserve({"detect", "--crops", dir.path().string(), "--crop-size",
+                                          "100", PhotoPath("grace_hopper.jpg").string()});
+  EXPECT_EQ(size.exit_code, 2) << size.Describe();
+  EXPECT_TRUE(Contains(size.err, "multiple of 112 or of 128")) << size.err;
 }
 
 }  // namespace

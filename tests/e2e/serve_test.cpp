@@ -123,6 +123,7 @@ TEST_F(ServeApiTest, HealthReadinessModelsStatsAndMetricsEndpoints) {
     EXPECT_TRUE(Contains(m.value("scheduler", ""), "max batch 4")) << res->body;
     EXPECT_FALSE(m.value("buffer_plan", "").empty());
     EXPECT_NEAR(m["defaults"].value("score_threshold", 0.0), 0.5, 1e-6);
+    EXPECT_EQ(m.value("landmarks", ""), "face-api's 68-point net, five points") << res->body;
     // The host CPU as this process sees it (the server is its child: the same cap, if any).
     EXPECT_EQ(m.value("precision_choice", "?"), "");
     ASSERT_TRUE(m.contains("cpu")) << res->body;
@@ -398,13 +399,21 @@ TEST_F(ServeApiTest, OptionsChangeTheResultAsDocumented) {
     ASSERT_TRUE(res) << Describe(res);
     ASSERT_EQ(res->status, 200) << res->body;
     const json j = ParseBody(res);
-    EXPECT_TRUE(j.contains("keypoints") && j["keypoints"].is_null()) << res->body;
     EXPECT_FALSE(j.contains("faces")) << res->body;
     ASSERT_EQ(j["scores"].size(), all["faces"].size()) << res->body;
     ASSERT_EQ(j["boxes"].size(), all["faces"].size()) << res->body;
+    // The landmark net's five points (--landmarks auto) as ModelScope's flat keypoints.
+    ASSERT_TRUE(j["keypoints"].is_array()) << res->body;
+    ASSERT_EQ(j["keypoints"].size(), all["faces"].size()) << res->body;
     for (size_t i = 0; i < all["faces"].size(); ++i) {
       EXPECT_EQ(j["boxes"][i], all["faces"][i]["box"]);
       EXPECT_EQ(j["scores"][i], all["faces"][i]["score"]);
+      json flat = json::array();
+      for (const json& p : all["faces"][i]["landmarks"]) {
+        flat.push_back(p[0]);
+        flat.push_back(p[1]);
+      }
+      EXPECT_EQ(j["keypoints"][i], flat);
     }
   }
 }

@@ -56,6 +56,30 @@ TEST(DrawRectTest, ClipsToTheImage) {
   }
 }
 
+TEST(DrawDotTest, FillsThePixelsWhoseCentresAreWithinTheRadius) {
+  Image img(12, 12);
+  DrawDot(img, 5.5f, 6.5f, 2.0f, kMagenta);  // centred on pixel (5, 6)
+  int n = 0;
+  for (int y = 0; y < 12; ++y) {
+    for (int x = 0; x < 12; ++x) {
+      const bool in = (x - 5) * (x - 5) + (y - 6) * (y - 6) <= 4;
+      EXPECT_EQ(IsColor(img, x, y, kMagenta), in) << x << "," << y;
+      n += in;
+    }
+  }
+  EXPECT_EQ(n, 13);
+  Image edge(4, 4);
+  DrawDot(edge, 0.0f, 0.0f, 1.0f, kMagenta);  // a quarter inside: pixel (0, 0) only
+  EXPECT_EQ(CountColor(edge, kMagenta), 1);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  Image untouched(4, 4);
+  DrawDot(untouched, nan, 1.0f, 2.0f, kMagenta);
+  DrawDot(untouched, inf, -inf, 2.0f, kMagenta);
+  DrawDot(untouched, 1e30f, 1.0f, 1e30f, kMagenta);
+  EXPECT_EQ(CountColor(untouched, kMagenta), 0);
+}
+
 TEST(DrawRectTest, CrazyCoordinatesNeverWriteOutOfBounds) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();

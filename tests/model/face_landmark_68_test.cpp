@@ -25,8 +25,8 @@ TEST(FaceLandmark68, NetworkIsFourDenseBlocksAndTheDenseLayerPerCell) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->raw_floats(), 7 * 7 * 136);
   // Multiply-adds by hand: block b at side s_b = 56, 28, 14, 7 with c_b = 32 .. 256 channels.
-  int64_t macs = int64_t{56} * 56 * 32 * 3 * 3 * 3;         // dense0/conv0
-  macs += 3 * int64_t{56} * 56 * (32 * 9 + 32 * 32);          // dense0/conv1-3
+  int64_t macs = int64_t{56} * 56 * 32 * 3 * 3 * 3;   // dense0/conv0
+  macs += 3 * int64_t{56} * 56 * (32 * 9 + 32 * 32);  // dense0/conv1-3
   const int side[3] = {28, 14, 7}, in[3] = {32, 64, 128};
   for (int b = 0; b < 3; ++b) {
     const int64_t s2 = int64_t{side[b]} * side[b], c = 2 * in[b];
@@ -58,7 +58,7 @@ TEST(FaceLandmark68, PointsAreTheMeanOfTheCellsAndFiveComeFromTheirIndices) {
   for (int i = 0; i < 68; ++i) pts[i] = {static_cast<float>(i), static_cast<float>(100 + i)};
   const std::vector<Point> five = FivePointsOf68(pts);
   ASSERT_EQ(five.size(), 5u);
-  EXPECT_FLOAT_EQ(five[kLeftEye].x, 38.5f);  // mean of 36..41
+  EXPECT_FLOAT_EQ(five[kLeftEye].x, 38.5f);   // mean of 36..41
   EXPECT_FLOAT_EQ(five[kRightEye].x, 44.5f);  // mean of 42..47
   EXPECT_FLOAT_EQ(five[kRightEye].y, 144.5f);
   EXPECT_EQ(five[kNose].x, 30);

@@ -44,8 +44,8 @@ TEST(Landmark68Parity, CpuEngineMatchesThePythonReference) {
       ASSERT_EQ(points.size(), size_t{kLandmark68Points});
       double worst = 0;
       for (int i = 0; i < kLandmark68Points; ++i) {
-        worst = std::max({worst, std::abs(points[i].x - want[2 * i]),
-                          std::abs(points[i].y - want[2 * i + 1])});
+        worst = std::max(
+            {worst, std::abs(points[i].x - want[2 * i]), std::abs(points[i].y - want[2 * i + 1])});
       }
       std::printf("landmark net, CPU FP32, %d rows, row %d: max|dpoint| %.2e of the crop\n", rows,
                   row, worst);

@@ -19,6 +19,7 @@
 #include "host_program.h"
 #include "image/decode.h"
 #include "image/resize.h"
+#include "model/face_landmark_68.h"
 #include "model/input_normalization.h"
 #include "model/model_registry.h"
 #include "model/mogface/mogface_network.h"
@@ -260,6 +261,75 @@ TEST(ProgramTest, ImportedBlazeFaceRawOutputsMatchTheReference) {
     const double rel = std::sqrt(d2 / n2);
     std::printf("blazeface 128x128 %s: |draw|/|raw| %.3g\n", PrecisionName(b.precision), rel);
     EXPECT_TRUE(finite);
+    EXPECT_LE(rel, b.rel);
+  }
+}
+
+// face-api's landmark net (the SSD's second stage: standalone ReLUs lowered to a copy and a
+// clamp to [0, +inf), the dense layer per cell), real weights, on two faces cut from the photos
+// and scaled to 112x112: the host run of the steps against the FP64 reference.
+TEST(ProgramTest, LandmarkNetRawOutputsMatchTheReference) {
+  auto net = model::FaceLandmark68Model::Load(std::string(MOGSERVE_MODELS_DIR) + "/" +
+                                              model::kLandmark68Folder);
+  ASSERT_TRUE(net.ok()) << net.status().ToString();
+  const model::Network& network = *(*net)->network();
+  auto plan = PlanOf((*net)->network(), 112, 112);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ParityInputs inputs;
+  struct Face {
+    const char* photo;
+    int x1, y1, x2, y2;
+  };
+  for (const Face& f :
+       {Face{"grace_hopper.jpg", 168, 123, 353, 328}, Face{"astronaut.png", 181, 73, 264, 175}}) {
+    std::ifstream in(std::string(MOGSERVE_TEST_DATA_DIR) + "/photos/" + f.photo, std::ios::binary);
+    auto photo = image::Decode(std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {}));
+    ASSERT_TRUE(photo.ok()) << f.photo;
+    image::Image face(f.x2 - f.x1, f.y2 - f.y1);
+    for (int y = 0; y < face.height; ++y) {
+      std::copy_n(photo->image.pixel(f.x1, f.y1 + y), face.width * 3, face.pixel(0, y));
+    }
+    const image::Image crop = image::Resize(face, 112, 112);
+    inputs.canvases.push_back(crop.data);
+    inputs.picture_size.insert(inputs.picture_size.end(), {112, 112});
+    inputs.pictures.push_back(crop);
+  }
+  std::vector<std::vector<double>> want;
+  for (const image::Image& picture : inputs.pictures) {
+    auto r =
+        model::RunReference(*plan, (*net)->weights(),
+                            model::NormalizePlanar(network.normalization(), picture, 112, 112));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    want.push_back(r->raw);
+  }
+  struct Bound {
+    Precision precision;
+    double rel;
+  };
+  for (const Bound& b : {Bound{Precision::kFp32, 1e-5}, Bound{Precision::kFp16, 5e-3}}) {
+    SCOPED_TRACE(PrecisionName(b.precision));
+    auto weights = PrepareDeviceWeights(network, (*net)->weights(), b.precision);
+    ASSERT_TRUE(weights.ok()) << weights.status().ToString();
+    auto program = BuildProgram(*plan, 2, StorageTypeOf(b.precision));
+    ASSERT_TRUE(program.ok()) << program.status().ToString();
+    int clamps = 0;
+    for (const Step& s : program->steps) {
+      clamps += s.kind == StepKind::kClamp && std::isinf(s.hi);
+    }
+    EXPECT_EQ(clamps, 8);  // the eight standalone ReLUs
+    auto out = RunProgramOnHost(*program, *weights, inputs.canvases, inputs.picture_size);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_EQ(out->raw.size(), 2 * want[0].size());
+    double d2 = 0, n2 = 0;
+    for (size_t i = 0; i < 2; ++i) {
+      for (size_t k = 0; k < want[i].size(); ++k) {
+        const double got = out->raw[i * want[i].size() + k];
+        d2 += (got - want[i][k]) * (got - want[i][k]);
+        n2 += want[i][k] * want[i][k];
+      }
+    }
+    const double rel = std::sqrt(d2 / n2);
+    std::printf("landmark net %s: |draw|/|raw| %.3g\n", PrecisionName(b.precision), rel);
     EXPECT_LE(rel, b.rel);
   }
 }
