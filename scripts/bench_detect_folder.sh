@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # End-to-end throughput of `mogserve detect` on a folder of 200 real photos (20 copies of each of
 # the 10 photos in tests/data/photos), against the engine's own throughput at the same batch size.
-# Usage: scripts/bench_detect_folder.sh [BATCH_SIZE]   (default 8; needs a build in build/)
+# Usage: scripts/bench_detect_folder.sh [BATCH_SIZE [DETECT FLAGS...]]   (default 8; needs a build
+# in build/). The flags go to `mogserve detect` (e.g. --landmarks model); the engine line then is
+# measured once per run as before.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BATCH="${1:-8}"
+shift $(( $# > 0 ? 1 : 0 ))
 BIN="$ROOT/build/mogserve"
 DIR="$(mktemp -d)"
 trap 'rm -rf "$DIR"' EXIT
@@ -14,7 +17,7 @@ done
 echo "photos: $(ls "$DIR" | wc -l) in $DIR ($(du -sh "$DIR" | cut -f1))"
 "$BIN" bench engine --batch-sizes "$BATCH" --default-only --min-seconds 5 2>/dev/null | grep "^| channels"
 start=$(date +%s.%N)
-"$BIN" detect "$DIR" --batch-size "$BATCH" --timing -q -o "$DIR/out.jsonl"
+"$BIN" detect "$DIR" --batch-size "$BATCH" --timing -q -o "$DIR/out.jsonl" "$@"
 end=$(date +%s.%N)
 python3 - "$DIR/out.jsonl" "$start" "$end" <<'PY'
 import json, sys

@@ -6,8 +6,8 @@ network plan, for the C++ parity test of the plan (the FP64 reference executor).
 
     python3 tests/reference/landmark68_ref.py MODEL_DIR PHOTO X1,Y1,X2,Y2 OUT_STEM
 
-Reads MODEL_DIR/face_landmark_68_model-weights_manifest.json and its .bin (tensors back to back,
-uint8 dequantised as byte*scale + min), cuts the box X1..X2, Y1..Y2 (pixels, end exclusive) of
+Reads MODEL_DIR/face_landmark_68_model-weights_manifest.json and its .bin with ssd_ref.py's tfjs
+reader (tensors back to back, uint8 dequantised as byte*scale + min), cuts the box X1..X2, Y1..Y2 (pixels, end exclusive) of
 PHOTO (cv2.imread, RGB), resizes it to 112x112 with cv2.INTER_AREA (the crop is the input here,
 however it was made: the test compares the network alone), normalises (v - mean RGB) / 255 and
 runs in float64 with torch.nn.functional: tf.conv2d / separableConv2d with TF SAME padding, the
@@ -17,8 +17,6 @@ Writes OUT_STEM.rgb (112*112*3 bytes, RGB HWC) and OUT_STEM.bin: the 136 outputs
 68 points relative to the crop), float64 little-endian. Needs python3-torch, -numpy, -opencv.
 """
 
-import json
-import os
 import sys
 
 import cv2
@@ -27,40 +25,10 @@ import torch
 import torch.nn.functional as F
 
 sys.dont_write_bytecode = True
+# The tfjs reader and TF SAME padding of the SSD's reference (specs/shipped_face_models.md §1-2).
+from ssd_ref import load_weights, same_pad  # noqa: E402
 
 MEAN_RGB = (122.782, 117.001, 104.298)
-
-
-def load_weights(model_dir):
-    stem = os.path.join(model_dir, "face_landmark_68_model")
-    with open(stem + "-weights_manifest.json") as f:
-        group = json.load(f)[0]
-    data = b"".join(open(os.path.join(model_dir, p), "rb").read() for p in group["paths"])
-    out, offset = {}, 0
-    for w in group["weights"]:
-        n = int(np.prod(w["shape"]))
-        q = w.get("quantization")
-        if q:
-            raw = np.frombuffer(data, np.uint8, n, offset).astype(np.float64)
-            values = (raw * q["scale"] + q["min"]).astype(np.float32)
-            offset += n
-        else:
-            values = np.frombuffer(data, np.float32, n, offset)
-            offset += 4 * n
-        out[w["name"]] = torch.tensor(values.astype(np.float64)).reshape(w["shape"])
-    assert offset == len(data), (offset, len(data))
-    return out
-
-
-def same_pad(x, k, s):
-    """TF 'same': out = ceil(in/s), total = max((out-1)*s + k - in, 0), floor(total/2) first."""
-    def axis(n):
-        out = -(-n // s)
-        total = max((out - 1) * s + k - n, 0)
-        return total // 2, total - total // 2
-    top, bottom = axis(x.shape[2])
-    left, right = axis(x.shape[3])
-    return F.pad(x, (left, right, top, bottom))
 
 
 def conv(x, filters, bias, stride):
@@ -105,7 +73,7 @@ def main(argv):
         return 2
     model_dir, photo, box, out_stem = argv[1:]
     x1, y1, x2, y2 = (int(v) for v in box.split(","))
-    W = load_weights(model_dir)
+    W = load_weights(model_dir, "face_landmark_68_model")
     bgr = cv2.imread(photo, cv2.IMREAD_COLOR)[y1:y2, x1:x2]
     rgb = np.ascontiguousarray(cv2.resize(bgr, (112, 112), interpolation=cv2.INTER_AREA)[:, :, ::-1])
     x = torch.tensor(rgb.astype(np.float64)).permute(2, 0, 1)[None]

@@ -33,9 +33,9 @@ BN_EPS = 0.0010000000474974513
 ANCHORS_PER_CELL = [3, 6, 6, 6, 6, 6]
 
 
-def load_weights(model_dir):
-    """§2.1: name -> float64 tensor with its TF shape."""
-    stem = os.path.join(model_dir, "ssd_mobilenetv1_model")
+def load_weights(model_dir, name="ssd_mobilenetv1_model"):
+    """§2.1: name -> float64 tensor with its TF shape (any face-api tfjs model: `name`)."""
+    stem = os.path.join(model_dir, name)
     with open(stem + "-weights_manifest.json") as f:
         group = json.load(f)[0]
     data = b"".join(open(os.path.join(model_dir, p), "rb").read() for p in group["paths"])

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <set>
 #include <string>
@@ -188,6 +189,53 @@ TEST_P(MisplacedOutputTest, IsCaught) {
   EXPECT_FALSE(e.finite && e.conf <= 1e-4 && e.loc_rel <= 1e-4);
 }
 
+// The host run of `plan`'s steps at batch 2 against the FP64 reference's raw outputs of the
+// two pictures, in FP32 (relative L2 within 1e-5) and FP16 (5e-3); `check` looks at each
+// program's steps first.
+void CheckRawOutputs(const char* name, const model::Network& net,
+                     const model::PreparedWeights& prepared, const model::LayerPlan& plan,
+                     const ParityInputs& inputs, const std::function<void(const Program&)>& check) {
+  ASSERT_EQ(inputs.pictures.size(), 2u);
+  std::vector<std::vector<double>> want;
+  for (const image::Image& picture : inputs.pictures) {
+    auto r = model::RunReference(plan, prepared,
+                                 model::NormalizePlanar(net.normalization(), picture,
+                                                        plan.input_width(), plan.input_height()));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    want.push_back(r->raw);
+  }
+  struct Bound {
+    Precision precision;
+    double rel;
+  };
+  for (const Bound& b : {Bound{Precision::kFp32, 1e-5}, Bound{Precision::kFp16, 5e-3}}) {
+    SCOPED_TRACE(PrecisionName(b.precision));
+    auto weights = PrepareDeviceWeights(net, prepared, b.precision);
+    ASSERT_TRUE(weights.ok()) << weights.status().ToString();
+    auto program = BuildProgram(plan, 2, StorageTypeOf(b.precision));
+    ASSERT_TRUE(program.ok()) << program.status().ToString();
+    EXPECT_EQ(program->raw_floats, plan.raw_floats());
+    check(*program);
+    auto out = RunProgramOnHost(*program, *weights, inputs.canvases, inputs.picture_size);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_EQ(out->raw.size(), 2 * want[0].size());
+    double d2 = 0, n2 = 0;
+    bool finite = true;
+    for (size_t i = 0; i < 2; ++i) {
+      for (size_t k = 0; k < want[i].size(); ++k) {
+        const double got = out->raw[i * want[i].size() + k];
+        finite = finite && std::isfinite(got);
+        d2 += (got - want[i][k]) * (got - want[i][k]);
+        n2 += want[i][k] * want[i][k];
+      }
+    }
+    const double rel = std::sqrt(d2 / n2);
+    std::printf("%s %s: |draw|/|raw| %.3g\n", name, PrecisionName(b.precision), rel);
+    EXPECT_TRUE(finite);
+    EXPECT_LE(rel, b.rel);
+  }
+}
+
 // An imported ONNX network (MediaPipe's BlazeFace front, 128²): fixed-sides padding, channel
 // padding (a copy step zeroing the rest), depthwise convolutions over channels that are not
 // multiples of 8, and raw outputs, against the reference's raw values, on two real photos
@@ -225,44 +273,11 @@ TEST(ProgramTest, ImportedBlazeFaceRawOutputsMatchTheReference) {
     inputs.picture_size.insert(inputs.picture_size.end(), {box.content_width, box.content_height});
     inputs.pictures.push_back(image::Resize(photo->image, box.content_width, box.content_height));
   }
-  std::vector<std::vector<double>> want;
-  for (const image::Image& picture : inputs.pictures) {
-    auto r = model::RunReference(*plan, *prepared, model::NormalizePlanar(norm, picture, 128, 128));
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    want.push_back(r->raw);
-  }
-  struct Bound {
-    Precision precision;
-    double rel;
-  };
-  for (const Bound& b : {Bound{Precision::kFp32, 1e-5}, Bound{Precision::kFp16, 5e-3}}) {
-    SCOPED_TRACE(PrecisionName(b.precision));
-    auto weights = PrepareDeviceWeights(net, *prepared, b.precision);
-    ASSERT_TRUE(weights.ok()) << weights.status().ToString();
-    auto program = BuildProgram(*plan, 2, StorageTypeOf(b.precision));
-    ASSERT_TRUE(program.ok()) << program.status().ToString();
-    EXPECT_EQ(program->raw_floats, plan->raw_floats());
+  CheckRawOutputs("blazeface 128x128", net, *prepared, *plan, inputs, [](const Program& p) {
     int raw_steps = 0;
-    for (const Step& s : program->steps) raw_steps += s.kind == StepKind::kRawOutput;
+    for (const Step& s : p.steps) raw_steps += s.kind == StepKind::kRawOutput;
     EXPECT_EQ(raw_steps, 4);
-    auto out = RunProgramOnHost(*program, *weights, inputs.canvases, inputs.picture_size);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
-    ASSERT_EQ(out->raw.size(), 2 * want[0].size());
-    double d2 = 0, n2 = 0;
-    bool finite = true;
-    for (size_t i = 0; i < 2; ++i) {
-      for (size_t k = 0; k < want[i].size(); ++k) {
-        const double got = out->raw[i * want[i].size() + k];
-        finite = finite && std::isfinite(got);
-        d2 += (got - want[i][k]) * (got - want[i][k]);
-        n2 += want[i][k] * want[i][k];
-      }
-    }
-    const double rel = std::sqrt(d2 / n2);
-    std::printf("blazeface 128x128 %s: |draw|/|raw| %.3g\n", PrecisionName(b.precision), rel);
-    EXPECT_TRUE(finite);
-    EXPECT_LE(rel, b.rel);
-  }
+  });
 }
 
 // face-api's landmark net (the SSD's second stage: standalone ReLUs lowered to a copy and a
@@ -294,44 +309,13 @@ TEST(ProgramTest, LandmarkNetRawOutputsMatchTheReference) {
     inputs.picture_size.insert(inputs.picture_size.end(), {112, 112});
     inputs.pictures.push_back(crop);
   }
-  std::vector<std::vector<double>> want;
-  for (const image::Image& picture : inputs.pictures) {
-    auto r =
-        model::RunReference(*plan, (*net)->weights(),
-                            model::NormalizePlanar(network.normalization(), picture, 112, 112));
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    want.push_back(r->raw);
-  }
-  struct Bound {
-    Precision precision;
-    double rel;
-  };
-  for (const Bound& b : {Bound{Precision::kFp32, 1e-5}, Bound{Precision::kFp16, 5e-3}}) {
-    SCOPED_TRACE(PrecisionName(b.precision));
-    auto weights = PrepareDeviceWeights(network, (*net)->weights(), b.precision);
-    ASSERT_TRUE(weights.ok()) << weights.status().ToString();
-    auto program = BuildProgram(*plan, 2, StorageTypeOf(b.precision));
-    ASSERT_TRUE(program.ok()) << program.status().ToString();
+  CheckRawOutputs("landmark net", network, (*net)->weights(), *plan, inputs, [](const Program& p) {
     int clamps = 0;
-    for (const Step& s : program->steps) {
+    for (const Step& s : p.steps) {
       clamps += s.kind == StepKind::kClamp && std::isinf(s.hi);
     }
     EXPECT_EQ(clamps, 8);  // the eight standalone ReLUs
-    auto out = RunProgramOnHost(*program, *weights, inputs.canvases, inputs.picture_size);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
-    ASSERT_EQ(out->raw.size(), 2 * want[0].size());
-    double d2 = 0, n2 = 0;
-    for (size_t i = 0; i < 2; ++i) {
-      for (size_t k = 0; k < want[i].size(); ++k) {
-        const double got = out->raw[i * want[i].size() + k];
-        d2 += (got - want[i][k]) * (got - want[i][k]);
-        n2 += want[i][k] * want[i][k];
-      }
-    }
-    const double rel = std::sqrt(d2 / n2);
-    std::printf("landmark net %s: |draw|/|raw| %.3g\n", PrecisionName(b.precision), rel);
-    EXPECT_LE(rel, b.rel);
-  }
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Networks, ProgramParityTest,
