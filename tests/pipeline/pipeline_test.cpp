@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <future>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "fake_engine.h"
@@ -36,8 +38,9 @@ struct Harness {
   std::unique_ptr<Pipeline> pipeline;
 
   explicit Harness(const SchedulerConfig& config, int instances = 1,
-                   std::vector<LatencySample> seed = {}) {
+                   std::vector<LatencySample> seed = {}, const FaceStage* face_stage = nullptr) {
     PipelineOptions options;
+    options.face_stage = face_stage;
     options.buckets = ShapeBuckets::FixedSquare(16);
     options.scheduler = config;
     options.latency_seed = std::move(seed);
@@ -552,6 +555,71 @@ TEST(PipelineTest, RowsMapBackToTheirRequests) {
     EXPECT_FLOAT_EQ(r.result.faces[0].score, tag / 255.f) << "request " << id;
     EXPECT_EQ(r.result.timing.batch_size, 6);
   }
+}
+
+// A face stage that records the canvas it was given (its first pixel: the request's tag) and
+// marks each face with a point at it; it fails for tag 7.
+class RecordingStage final : public FaceStage {
+ public:
+  Status Apply(std::span<const uint8_t> canvas, const image::Letterbox& letterbox,
+               std::vector<Detection>& faces) const override {
+    const int tag = canvas.empty() ? -1 : canvas[0];
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      seen_.push_back(tag);
+      canvas_bytes_ = canvas.size();
+      canvas_width_ = letterbox.canvas_width;
+    }
+    if (tag == 7) return Internal("stage failed on tag 7");
+    for (Detection& f : faces) f.landmarks = {Point{static_cast<float>(tag), 0}};
+    return Status::Ok();
+  }
+  std::vector<int> seen() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return seen_;
+  }
+  size_t canvas_bytes() const { return canvas_bytes_; }
+  int canvas_width() const { return canvas_width_; }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::vector<int> seen_;
+  mutable size_t canvas_bytes_ = 0;
+  mutable int canvas_width_ = 0;
+};
+
+// The face stage runs after decoding on the request's own canvas (held past the forward pass),
+// its points reach the answer, a failure ends only its request (as failed, with the stage's
+// message), and the held canvases still return to the pool: a second wave allocates none.
+TEST(PipelineTest, TheFaceStageReadsEachRequestsCanvasBeforeItsAnswer) {
+  RecordingStage stage;
+  Harness h(Config(Policy::kContinuous, 4), 1, {}, &stage);
+  std::map<uint64_t, int> tag_of;
+  for (int tag = 5; tag < 9; ++tag) tag_of[h.Submit(tag)] = tag;
+  h.engine().Release(1);
+  h.recorder.WaitForResults(4);
+  for (const auto& [id, tag] : tag_of) {
+    const RequestResult r = h.recorder.WaitFor(id);
+    if (tag == 7) {
+      EXPECT_EQ(r.outcome, Outcome::kFailed);
+      EXPECT_EQ(r.status.message(), "stage failed on tag 7");
+      continue;
+    }
+    ASSERT_EQ(r.outcome, Outcome::kDone) << tag;
+    ASSERT_EQ(r.result.faces.size(), 1u);
+    ASSERT_EQ(r.result.faces[0].landmarks.size(), 1u);
+    EXPECT_EQ(r.result.faces[0].landmarks[0].x, tag) << "the stage read another request's canvas";
+  }
+  std::vector<int> seen = stage.seen();
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<int>{5, 6, 7, 8}));
+  EXPECT_EQ(stage.canvas_width(), 16);
+  EXPECT_EQ(stage.canvas_bytes(), 16u * 16 * 3);
+  const int64_t allocated = h.pipeline->Stats().canvas_allocations;
+  for (int tag = 10; tag < 14; ++tag) h.Submit(tag);
+  h.engine().Release(1);
+  h.recorder.WaitForResults(8);
+  EXPECT_EQ(h.pipeline->Stats().canvas_allocations, allocated);
 }
 
 // Wave `w` (0, 1, ...) of 20 requests: it holds all its 20 canvases at once (the engine is gated
