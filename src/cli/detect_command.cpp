@@ -54,23 +54,24 @@ fs::path AnnotationPath(const std::string& dir, const std::string& relative,
   return target;
 }
 
-// DIR/<relative without extension>_<face index>.jpg (faces in score order, from 0).
-fs::path CropPath(const std::string& dir, const std::string& relative, size_t face) {
-  fs::path target = fs::path(dir) / relative;
-  return target.parent_path() / (target.stem().string() + "_" + std::to_string(face) + ".jpg");
+// Face `face` of the picture whose AnnotationPath in the crops folder is `base` (unique per
+// input): <base without extension>_<face index>.jpg, faces in score order from 0.
+fs::path CropPath(const fs::path& base, size_t face) {
+  return base.parent_path() / (base.stem().string() + "_" + std::to_string(face) + ".jpg");
 }
 
 // Each face with its five points warped onto the ArcFace template (image/align.h), written as
-// crop_paths[k] (JPEG, quality 95; written whole or not at all). Faces without points have none.
-Status WriteCrops(const image::Image& picture, const DetectResult& result, const std::string& dir,
-                  const std::string& relative, int size) {
+// CropPath(base, k) (JPEG, quality 95; written whole or not at all). Faces without points have
+// none.
+Status WriteCrops(const image::Image& picture, const DetectResult& result, const fs::path& base,
+                  int size) {
   for (size_t k = 0; k < result.faces.size(); ++k) {
     const Detection& d = result.faces[k];
     if (d.landmarks.size() != static_cast<size_t>(kNumLandmarks)) continue;
     MOGSERVE_ASSIGN_OR_RETURN(const image::Image crop,
                               image::AlignFace(picture, d.landmarks, size));
     MOGSERVE_ASSIGN_OR_RETURN(const std::vector<uint8_t> jpeg, image::EncodeJpeg(crop, 95));
-    const fs::path out = CropPath(dir, relative, k);
+    const fs::path out = CropPath(base, k);
     std::error_code ec;
     fs::create_directories(out.parent_path(), ec);
     MOGSERVE_RETURN_IF_ERROR(WriteFileBytes(out.string(), jpeg));
@@ -209,8 +210,9 @@ class ResultWriter {
       StatusOr<image::Image> picture = ReadPicture(path);
       Status written = picture.status();
       if (written.ok() && cropped) {
-        written =
-            WriteCrops(*picture, *result, flags_.crops_dir, relative_of_[path], flags_.crop_size);
+        written = WriteCrops(*picture, *result,
+                             AnnotationPath(flags_.crops_dir, relative_of_[path], cropped_),
+                             flags_.crop_size);
       }
       if (written.ok() && drawn) {
         written =
@@ -254,6 +256,7 @@ class ResultWriter {
   ProgressBar bar_;
   std::map<std::string, std::string> relative_of_;
   std::set<fs::path> annotated_;  // output files written so far
+  std::set<fs::path> cropped_;    // the crops' bases (AnnotationPath) taken so far
   int64_t done_ = 0, failed_ = 0, faces_ = 0;
 };
 
