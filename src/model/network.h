@@ -78,7 +78,8 @@ enum class OpKind {
                  // output's shape
   kMaxPool,      // kernel x kernel, stride, symmetric -inf padding
   kGroupNorm,    // GroupNorm with statistics in FP32 or better, then act (kNone or kRelu)
-  kUpsampleAdd,  // in1 + top-left crop of bilinear x2 (half-pixel, edge-clamped) of in0
+  kUpsampleAdd,  // in1 + top-left crop of x2 of in0: bilinear (half-pixel, edge-clamped) or
+                 // nearest (source = dst / 2, rounded down), as Op::nearest says
   kConcat,       // channel concatenation of the inputs, in order
   kPadChannels,  // in0's channels, then zero channels up to the output's count (BlazeFace's
                  // residuals into wider blocks: TensorFlow's Pad on the channel axis)
@@ -111,6 +112,7 @@ struct Op {
   int dilation = 1;
   Padding padding;  // kConv, kMaxPool
   int kernel = 1;   // kMaxPool
+  bool nearest = false;  // kUpsampleAdd: nearest-neighbour instead of bilinear
 };
 
 // Input normalisation of the uint8 RGB canvas: x = (v − mean[c]) / divisor[c], per channel.

@@ -127,11 +127,12 @@ int NetworkBuilder::GroupNorm(int def, int x, Activation act) {
   return AddOp(std::move(op), d.channels);
 }
 
-int NetworkBuilder::UpsampleAdd(int top, int lateral, const std::string& name) {
+int NetworkBuilder::UpsampleAdd(int top, int lateral, const std::string& name, bool nearest) {
   if (channels(top) != channels(lateral)) Fail("upsample-add " + name + ": channels");
   Op op;
   op.kind = OpKind::kUpsampleAdd;
   op.name = name;
+  op.nearest = nearest;
   op.inputs = {top, lateral};
   return AddOp(std::move(op), channels(lateral));
 }

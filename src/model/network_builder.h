@@ -40,7 +40,7 @@ class NetworkBuilder {
   int MaxPool(int x, int kernel, int stride, int pad);
   int MaxPool(int x, int kernel, int stride, const Padding& padding, const std::string& name = "");
   int GroupNorm(int def, int x, Activation act);
-  int UpsampleAdd(int top, int lateral, const std::string& name = "");
+  int UpsampleAdd(int top, int lateral, const std::string& name = "", bool nearest = false);
   int Concat(const std::vector<int>& parts);
   // act(x) as an op of its own (act not kNone); a conv's activation is ConvArgs::act.
   int Activate(int x, Activation act, const std::string& name = "");

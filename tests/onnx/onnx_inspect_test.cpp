@@ -53,6 +53,12 @@ void ExpectSameOutputs(const fs::path& model, int64_t h, int64_t w, const json& 
     EXPECT_EQ(j["outputs"][i]["shape"], ort["outputs"][i]["dims"]) << j["outputs"][i]["name"];
   }
   EXPECT_GT(j.at("macs").get<int64_t>(), 0);
+  // The FPN families run on the plan: their top-down Resize + Add is an upsample-add.
+  if (expected_family == "scrfd" || expected_family == "yunet") {
+    const json& plan = j.at("plan");
+    EXPECT_TRUE(plan.at("maps").get<bool>()) << plan.dump();
+    EXPECT_EQ(plan.at("ops").value("upsample_add", 0), 2) << plan.dump();
+  }
 }
 
 json Manifest() {

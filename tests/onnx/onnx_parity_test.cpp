@@ -1,10 +1,13 @@
 // ONNX files imported into the network plan (model/onnx/onnx_network.h) and run by mogserve's own
 // executors, against ONNX Runtime (onnxruntime-node, tests/onnx/ort_run.js) running the file on
-// the same input: MediaPipe's BlazeFace files from npm (front 128², back 256²: NHWC input, TF SAME
-// pads written out per side, channel padding through ConstantOfShape + Concat, residual Add +
-// Relu, two output levels per output) on a real photo. Every graph output is rebuilt from the
-// plan's raw outputs (onnx::GraphOutput) and compared value by value: the FP64 reference
-// executor, and the CPU backend in FP32 in both memory formats.
+// the same input, a real photo: MediaPipe's BlazeFace files from npm (front 128², back 256²: NHWC
+// input, TF SAME pads written out per side, channel padding through ConstantOfShape + Concat,
+// residual Add + Relu, two output levels per output), and the family-shaped networks
+// tests/onnx/make_models.py exports whose operators the plan maps (SCRFD: nearest x2 Resize into
+// the FPN's sums at opsets 9-17, rows with and without the batch axis; YuNet: bilinear x2), at
+// each file's own sizes, not only square ones. Every graph output is rebuilt from the plan's raw
+// outputs (onnx::GraphOutput) and compared value by value: the FP64 reference executor, and the
+// CPU backend in FP32 in both memory formats.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -15,7 +18,9 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <fstream>
 #include <optional>
+#include <set>
 
 #include "e2e/e2e_support.h"
 #include "engine/torch/plan_runner.h"
@@ -35,6 +40,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const fs::path kBlazeFace = fs::path(MOGSERVE_MODELS_DIR) / "blazeface";
+const fs::path kExported = MOGSERVE_ONNX_MODELS_DIR;
 
 struct OrtOutput {
   std::string name;
@@ -94,22 +100,20 @@ struct Imported {
   std::vector<int64_t> raw_offsets;
 };
 
-Imported Import(const fs::path& file, int side) {
+Imported Import(const fs::path& file, int height, int width, const InputNormalization& n) {
   Imported m;
   auto graph = ReadModel(file.string());
   EXPECT_TRUE(graph.ok()) << graph.status().ToString();
   if (!graph.ok()) return m;
   auto shared = std::make_shared<const Graph>(std::move(graph).value());
-  auto sg = StaticGraph::Infer(shared, 1, side, side);
+  auto sg = StaticGraph::Infer(shared, 1, height, width);
   EXPECT_TRUE(sg.ok()) << sg.status().ToString();
   if (!sg.ok()) return m;
-  InputNormalization n;  // MediaPipe: RGB to [-1, 1]
-  for (int c = 0; c < 3; ++c) n.mean[c] = n.divisor[c] = 127.5;
-  auto net = ImportNetwork(*sg, "blazeface", n);
+  auto net = ImportNetwork(*sg, file.stem().string(), n);
   EXPECT_TRUE(net.ok()) << net.status().ToString();
   if (!net.ok()) return m;
   m.net = std::move(net).value();
-  auto plan = LayerPlan::Create(m.net.network, side, side);
+  auto plan = LayerPlan::Create(m.net.network, height, width);
   EXPECT_TRUE(plan.ok()) << plan.status().ToString();
   if (!plan.ok()) return m;
   m.plan.emplace(std::move(plan).value());
@@ -120,33 +124,36 @@ Imported Import(const fs::path& file, int side) {
   return m;
 }
 
-std::vector<double> Photo(const std::string& name, const InputNormalization& n, int side) {
+std::vector<double> Photo(const std::string& name, const InputNormalization& n, int height,
+                          int width) {
   auto decoded = image::Decode(e2e::ReadBytes(e2e::PhotoPath(name)));
   EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
   if (!decoded.ok()) return {};
-  return NormalizePlanar(n, image::Resize(decoded->image, side, side), side, side);
+  return NormalizePlanar(n, image::Resize(decoded->image, width, height), height, width);
 }
 
-class BlazeFaceParity : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
-
-TEST_P(BlazeFaceParity, PlanExecutorsMatchOnnxRuntime) {
-  const auto& [file, side] = GetParam();
-  Imported m = Import(kBlazeFace / file, side);
-  ASSERT_TRUE(m.plan.has_value());
+// Imports `file` at height x width, runs it on a photo in ONNX Runtime, the FP64 reference
+// executor and the CPU backend (FP32, both memory formats) and compares every graph output;
+// returns ONNX Runtime's outputs (empty on a failure already reported).
+std::vector<OrtOutput> ExpectPlanMatchesOrt(const fs::path& file, int height, int width,
+                                            const InputNormalization& normalization,
+                                            double tolerance) {
+  Imported m = Import(file, height, width, normalization);
+  if (!m.plan.has_value()) return {};
   const Network& net = *m.net.network;
-  EXPECT_EQ(net.fixed_input_side(), side);
-  ASSERT_EQ(net.raw_outputs().size(), 4u);  // one level per output: 16² x 2 and 8² x 6 anchors
-  const std::vector<double> input = Photo("sample2.jpg", net.normalization(), side);
-  const std::vector<OrtOutput> ort = RunOrt(kBlazeFace / file, input, side, side);
-  ASSERT_EQ(ort.size(), m.net.outputs.size());
+  const std::vector<double> input = Photo("sample2.jpg", net.normalization(), height, width);
+  std::vector<OrtOutput> ort = RunOrt(file, input, height, width);
+  EXPECT_EQ(ort.size(), m.net.outputs.size());
+  if (ort.size() != m.net.outputs.size()) return {};
 
   auto reference = RunReference(*m.plan, m.weights, input);
-  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  EXPECT_TRUE(reference.ok()) << reference.status().ToString();
+  if (!reference.ok()) return {};
   const std::vector<float> reference_raw(reference->raw.begin(), reference->raw.end());
 
   c10::InferenceMode guard;
   const at::Tensor x =
-      at::from_blob(const_cast<double*>(input.data()), {1, 3, side, side}, at::kDouble)
+      at::from_blob(const_cast<double*>(input.data()), {1, 3, height, width}, at::kDouble)
           .to(at::kFloat);
   std::vector<std::pair<std::string, std::vector<float>>> runs = {
       {"fp64 reference", reference_raw}};
@@ -157,8 +164,9 @@ TEST_P(BlazeFaceParity, PlanExecutorsMatchOnnxRuntime) {
         engine::torch_backend::RunPlan(*m.plan, tw,
                                        x.contiguous(channels_last ? at::MemoryFormat::ChannelsLast
                                                                   : at::MemoryFormat::Contiguous));
-    ASSERT_TRUE(out.raw.defined());
-    ASSERT_EQ(out.raw.size(1), m.plan->raw_floats());
+    EXPECT_TRUE(out.raw.defined());
+    if (!out.raw.defined()) return {};
+    EXPECT_EQ(out.raw.size(1), m.plan->raw_floats());
     const at::Tensor raw = out.raw.contiguous();
     runs.emplace_back(
         channels_last ? "cpu fp32 channels-last" : "cpu fp32 planar",
@@ -168,15 +176,31 @@ TEST_P(BlazeFaceParity, PlanExecutorsMatchOnnxRuntime) {
     const OutputSource& source = m.net.outputs[o];
     EXPECT_EQ(source.name, ort[o].name);
     EXPECT_EQ(source.width, ort[o].dims.back());
-    EXPECT_EQ(source.raw_count, 1);
     for (const auto& [what, raw] : runs) {
       const std::vector<float> got = GraphOutput(source, raw, m.raw_offsets);
       const double diff = RelativeDiff(got, ort[o].values);
-      EXPECT_LT(diff, 2e-5) << what << ", output " << source.name;
-      std::printf("%s %s %s: max difference %.3g of the largest value\n", file.c_str(),
-                  source.name.c_str(), what.c_str(), diff);
+      EXPECT_LT(diff, tolerance) << what << ", output " << source.name;
+      std::printf("%s %dx%d %s %s: max difference %.3g of the largest value\n",
+                  file.filename().c_str(), width, height, source.name.c_str(), what.c_str(), diff);
     }
   }
+  return ort;
+}
+
+class BlazeFaceParity : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(BlazeFaceParity, PlanExecutorsMatchOnnxRuntime) {
+  const auto& [file, side] = GetParam();
+  InputNormalization n;  // MediaPipe: RGB to [-1, 1]
+  for (int c = 0; c < 3; ++c) n.mean[c] = n.divisor[c] = 127.5;
+  Imported m = Import(kBlazeFace / file, side, side, n);
+  ASSERT_TRUE(m.plan.has_value());
+  EXPECT_EQ(m.net.network->fixed_input_side(), side);
+  // One level per output: 16² x 2 and 8² x 6 anchors.
+  ASSERT_EQ(m.net.network->raw_outputs().size(), 4u);
+  for (const OutputSource& source : m.net.outputs) EXPECT_EQ(source.raw_count, 1);
+  const std::vector<OrtOutput> ort = ExpectPlanMatchesOrt(kBlazeFace / file, side, side, n, 2e-5);
+  ASSERT_FALSE(ort.empty());
   // The photo's faces: some anchor scores high in ONNX Runtime's own output (the test is not
   // comparing zeros).
   const std::vector<float>& logits = ort[0].values;
@@ -187,6 +211,40 @@ INSTANTIATE_TEST_SUITE_P(
     Files, BlazeFaceParity,
     ::testing::Values(std::make_tuple("face_detection_front_128x128_barracuda.onnx", 128),
                       std::make_tuple("face_detection_back_256x256_barracuda.onnx", 256)));
+
+}  // namespace
+}  // namespace mogserve::model::onnx
+
+namespace mogserve::model::onnx {
+namespace {
+
+// The exported family networks the plan maps (manifest.json of make_models.py), at each of their
+// sizes: SCRFD's nearest and YuNet's bilinear FPN upsampling among them.
+TEST(ExportedFamilyParity, PlanExecutorsMatchOnnxRuntime) {
+  std::ifstream in(kExported / "manifest.json");
+  ASSERT_TRUE(in) << "no manifest in " << kExported;
+  const json manifest = json::parse(in);
+  InputNormalization n;  // insightface's (x - 127.5) / 128
+  for (int c = 0; c < 3; ++c) {
+    n.mean[c] = 127.5;
+    n.divisor[c] = 128.0;
+  }
+  std::set<std::string> checked;
+  for (const json& entry : manifest) {
+    const std::string family = entry.at("family").is_null() ? "" : entry.at("family");
+    if (family != "scrfd" && family != "yunet") continue;
+    for (const json& size : entry.at("sizes")) {
+      const int h = size.at(0), w = size.at(1);
+      SCOPED_TRACE(entry.at("file").get<std::string>() + " at " + std::to_string(w) + "x" +
+                   std::to_string(h));
+      const std::vector<OrtOutput> ort =
+          ExpectPlanMatchesOrt(kExported / entry.at("file").get<std::string>(), h, w, n, 1e-4);
+      EXPECT_FALSE(ort.empty());
+      checked.insert(family);
+    }
+  }
+  EXPECT_EQ(checked, (std::set<std::string>{"scrfd", "yunet"}));
+}
 
 }  // namespace
 }  // namespace mogserve::model::onnx

@@ -593,8 +593,8 @@ class CudaEngine final : public ModelEngine {
                                     norm_stats_.get<float>(), weights_->gamma(s.def),
                                     weights_->beta(s.def), s.act, At(s.out), type_, stream_);
       case StepKind::kUpsampleAdd:
-        return LaunchUpsampleAdd(At(s.in), s.in_shape, At(s.in2), At(s.out), s.out_shape, type_,
-                                 stream_);
+        return LaunchUpsampleAdd(At(s.in), s.in_shape, At(s.in2), At(s.out), s.out_shape,
+                                 s.nearest, type_, stream_);
       case StepKind::kCopyChannels:
         return LaunchCopyChannels(At(s.in), s.in_shape, s.channels, At(s.out), s.out_shape,
                                   s.channel_offset, s.last_input, type_, stream_);

@@ -94,17 +94,23 @@ MOGSERVE_HD float MaxOverWindow(const PoolWindow& w, const Load& load) {
   return best;
 }
 
-// --- Bilinear x2 upsampling (half-pixel centres, edge-clamped), used with a top-left crop ---
+// --- x2 upsampling, used with a top-left crop: bilinear (half-pixel centres, edge-clamped) or
+// nearest ---
 
 // The two source indices and the weight of the second along one axis for destination index
-// `dst` of a map upsampled from `in_size`: source = max((dst + 0.5) / 2 − 0.5, 0). Exact in
-// FP32 (the weights are 0, 0.25 or 0.75).
+// `dst` of a map upsampled from `in_size`: bilinear, source = max((dst + 0.5) / 2 − 0.5, 0),
+// exact in FP32 (the weights are 0, 0.25 or 0.75); nearest, both indices dst / 2 (rounded down,
+// clamped), weight 0.
 struct UpsampleTap {
   int i0, i1;
   float frac;
 };
 
-MOGSERVE_HD UpsampleTap UpsampleAxis(int dst, int in_size) {
+MOGSERVE_HD UpsampleTap UpsampleAxis(int dst, int in_size, bool nearest = false) {
+  if (nearest) {
+    const int i = dst / 2 < in_size - 1 ? dst / 2 : in_size - 1;
+    return UpsampleTap{i, i, 0.0f};
+  }
   float src = (static_cast<float>(dst) + 0.5f) * 0.5f - 0.5f;
   src = src > 0.0f ? src : 0.0f;
   UpsampleTap t;

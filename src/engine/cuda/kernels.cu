@@ -210,10 +210,10 @@ __global__ void GroupNormApplyKernel(const T* x, NhwcShape s, int channels, int 
 
 template <typename T>
 __global__ void UpsampleAddKernel(const T* __restrict__ top, NhwcShape ts, const T* lateral, T* out,
-                                  NhwcShape os) {
+                                  NhwcShape os, bool nearest) {
   MOGSERVE_GRID_STRIDE(i, os.elements()) {
     const auto [n, y, x, c] = Unflatten(i, os);
-    const UpsampleTap ty = UpsampleAxis(y, ts.h), tx = UpsampleAxis(x, ts.w);
+    const UpsampleTap ty = UpsampleAxis(y, ts.h, nearest), tx = UpsampleAxis(x, ts.w, nearest);
     const T* t = top + int64_t{n} * ts.h * ts.w * ts.c + c;
     auto at = [&](int yy, int xx) { return Load(t, (int64_t{yy} * ts.w + xx) * ts.c); };
     const float up = Bilerp(at(ty.i0, tx.i0), at(ty.i0, tx.i1), at(ty.i1, tx.i0), at(ty.i1, tx.i1),
@@ -453,7 +453,7 @@ Status LaunchGroupNormApply(const void* x, const NhwcShape& shape, int channels,
 }
 
 Status LaunchUpsampleAdd(const void* top, const NhwcShape& top_shape, const void* lateral,
-                         void* out, const NhwcShape& out_shape, StorageType type,
+                         void* out, const NhwcShape& out_shape, bool nearest, StorageType type,
                          cudaStream_t stream) {
   if (top == nullptr || lateral == nullptr || out == nullptr) {
     return InvalidArgument("upsample-add: null top, lateral or output");
@@ -470,7 +470,7 @@ Status LaunchUpsampleAdd(const void* top, const NhwcShape& top_shape, const void
     using T = decltype(t);
     UpsampleAddKernel<T><<<Blocks(out_shape.elements()), kThreads, 0, stream>>>(
         static_cast<const T*>(top), top_shape, static_cast<const T*>(lateral), static_cast<T*>(out),
-        out_shape);
+        out_shape, nearest);
   });
   return Launched("UpsampleAddKernel");
 }

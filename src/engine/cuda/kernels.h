@@ -53,10 +53,11 @@ Status LaunchGroupNormApply(const void* x, const NhwcShape& shape, int channels,
                             const float* stats, const float* gamma, const float* beta, int act,
                             void* y, StorageType type, cudaStream_t stream);
 
-// out = lateral + the top-left out.h x out.w crop of bilinear x2 (half-pixel, edge-clamped) of
-// top. out may be lateral (in place). top and out have the same n and c; 2·top.h >= out.h.
+// out = lateral + the top-left out.h x out.w crop of x2 of top: bilinear (half-pixel,
+// edge-clamped) or `nearest`. out may be lateral (in place). top and out have the same n and c;
+// 2·top.h >= out.h.
 Status LaunchUpsampleAdd(const void* top, const NhwcShape& top_shape, const void* lateral,
-                         void* out, const NhwcShape& out_shape, StorageType type,
+                         void* out, const NhwcShape& out_shape, bool nearest, StorageType type,
                          cudaStream_t stream);
 
 // Concatenation, one input at a time in channel order: copies channels [0, channels) of every

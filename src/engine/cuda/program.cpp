@@ -64,6 +64,7 @@ class Lowering {
       case model::OpKind::kUpsampleAdd: {
         Step s = Base(StepKind::kUpsampleAdd, index);
         s.in2 = Offset(op.inputs[1]);
+        s.nearest = op.nearest;
         program_.steps.push_back(s);
         return Status::Ok();
       }

@@ -80,6 +80,7 @@ struct Step {
   int act = kActNone;          // kGroupNormApply
   int channel_offset = 0;      // kCopyChannels
   bool last_input = false;     // kCopyChannels
+  bool nearest = false;        // kUpsampleAdd: nearest instead of bilinear
   float lo = 0.0f, hi = 0.0f;  // kClamp over out_shape.elements() values at `out`
   // kOutputLevel
   int score_channel = 0, box_channel = 0, anchors_per_cell = 1, level_offset = 0;

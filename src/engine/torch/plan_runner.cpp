@@ -178,7 +178,7 @@ at::Tensor RunOp(const model::LayerPlan& plan, int index, const TorchWeights& w,
                        op.act == model::Activation::kRelu);
     }
     case model::OpKind::kUpsampleAdd:
-      return UpsampleAdd(x, Float(tensors[op.inputs[1]]));
+      return UpsampleAdd(x, Float(tensors[op.inputs[1]]), op.nearest);
     case model::OpKind::kConcat: {
       std::vector<at::Tensor> parts;
       for (int t : op.inputs) parts.push_back(Float(tensors[t]));

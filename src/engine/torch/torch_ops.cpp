@@ -67,11 +67,12 @@ at::Tensor GroupNorm(const at::Tensor& x, int64_t groups, double eps, const at::
   return CastDense(y, x.scalar_type());
 }
 
-at::Tensor UpsampleAdd(const at::Tensor& top, const at::Tensor& lateral) {
+at::Tensor UpsampleAdd(const at::Tensor& top, const at::Tensor& lateral, bool nearest) {
   const int64_t out_size[2] = {2 * top.size(2), 2 * top.size(3)};
-  // Output size 2n without explicit scales: the kernel uses scale n / 2n = 0.5 exactly, as
-  // F.upsample(scale_factor=2) does.
-  at::Tensor up = at::upsample_bilinear2d(top, out_size, /*align_corners=*/false);
+  // Output size 2n without explicit scales: the kernels use scale n / 2n = 0.5 exactly, as
+  // F.upsample(scale_factor=2) does (nearest: source floor(dst · 0.5)).
+  at::Tensor up = nearest ? at::upsample_nearest2d(top, out_size)
+                          : at::upsample_bilinear2d(top, out_size, /*align_corners=*/false);
   up = up.narrow(2, 0, lateral.size(2)).narrow(3, 0, lateral.size(3));
   return lateral + up;
 }

@@ -31,6 +31,6 @@ at::Tensor GroupNorm(const at::Tensor& x, int64_t groups, double eps, const at::
 
 // Bilinear x2 of `top` (align_corners=False: half-pixel centres, edges clamped), cropped to the
 // top-left of `lateral`'s size when larger (odd sizes), plus `lateral`.
-at::Tensor UpsampleAdd(const at::Tensor& top, const at::Tensor& lateral);
+at::Tensor UpsampleAdd(const at::Tensor& top, const at::Tensor& lateral, bool nearest);
 
 }  // namespace mogserve::engine::torch_backend

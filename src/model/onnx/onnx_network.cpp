@@ -21,6 +21,39 @@ struct PendingConv {
   int node = -1;  // the last node fused into it
 };
 
+// A Resize (or Upsample) read but not written: the plan doubles a map only inside the sum that
+// reads it (an FPN's top-down path), so the Add that follows makes the op.
+struct PendingUpsample {
+  std::string top;  // the value resized
+  bool nearest = false;
+};
+
+// The source index ONNX's Resize reads for destination index `dst` along an axis of `in` values
+// resized to `out` by `scale` (Resize's coordinate transformation, then its nearest rounding).
+double ResizeSource(const std::string& transform, int64_t dst, int64_t in, int64_t out,
+                    double scale) {
+  if (transform == "align_corners") {
+    return out == 1 ? 0.0 : static_cast<double>(dst) * (in - 1) / (out - 1);
+  }
+  if (transform == "asymmetric") return dst / scale;
+  if (transform == "pytorch_half_pixel" && out == 1) return 0.0;
+  return (dst + 0.5) / scale - 0.5;  // half_pixel, pytorch_half_pixel
+}
+
+int64_t NearestIndex(const std::string& rounding, double x, int64_t in) {
+  double i = 0;
+  if (rounding == "floor") {
+    i = std::floor(x);
+  } else if (rounding == "ceil") {
+    i = std::ceil(x);
+  } else if (rounding == "round_prefer_ceil") {
+    i = std::floor(x + 0.5);
+  } else {  // round_prefer_floor
+    i = x == std::floor(x) + 0.5 ? std::floor(x) : std::round(x);
+  }
+  return std::clamp<int64_t>(static_cast<int64_t>(i), 0, in - 1);
+}
+
 class Importer {
  public:
   Importer(const StaticGraph& graph, const std::string& name) : g_(graph), b_(name) {}
@@ -192,6 +225,11 @@ class Importer {
       tensor_[value] = t;
       return t;
     }
+    if (pending_upsample_.count(value) > 0) {
+      return Unsupported(File() + ": " + reader + " reads the resized map '" + value +
+                         "'; the plan resizes only inside a sum (an Add of the resized map and "
+                         "a map of its shape)");
+    }
     return Unsupported(File() + ": " + reader + " reads '" + value +
                        "', which is not a network tensor (a load-time constant where the plan "
                        "takes a tensor, or a value of a node that is not mapped)");
@@ -232,10 +270,65 @@ class Importer {
     if (op == "Relu" || op == "Clip") return Activate(n);
     if (op == "MaxPool") return MaxPool(n);
     if (op == "Concat") return Concat(n);
+    if (op == "Resize" || op == "Upsample") return Resize(n);
     return Refuse(n,
                   "is not mapped onto the network plan; mapped: Conv (with BatchNormalization, "
-                  "a residual Add, Relu, Clip), MaxPool, Concat of channels, Identity, "
-                  "Dropout, and the output chains");
+                  "a residual Add, Relu, Clip), MaxPool, Concat of channels, a x2 Resize or "
+                  "Upsample added to a map (nearest or bilinear), Identity, Dropout, and the "
+                  "output chains");
+  }
+
+  // Resize/Upsample by 2 into a sum: the plan's upsample-add takes nearest (source dst / 2,
+  // rounded down) and bilinear (half-pixel, exactly x2). The node's own rule is evaluated at
+  // every destination index and must give the plan's.
+  Status Resize(int n) {
+    const Node& node = NodeAt(n);
+    const std::vector<int64_t>& in = ShapeOf(node.inputs[0]);
+    const std::vector<int64_t>& out = ShapeOf(node.outputs[0]);
+    if (readers_[node.outputs[0]] != 1) {
+      return Refuse(n, "is read by more than one node; the plan resizes only inside a sum");
+    }
+    const bool opset11 = node.op_type == "Resize" && g_.graph().opset >= 11;
+    const std::string mode = node.String("mode", "nearest");
+    const std::string transform =
+        opset11 ? node.String("coordinate_transformation_mode", "half_pixel") : "asymmetric";
+    const std::string rounding =
+        opset11 ? node.String("nearest_mode", "round_prefer_floor") : "floor";
+    // The scales the node divides by: given ones, else out / in.
+    double scale[2] = {static_cast<double>(out[2]) / in[2], static_cast<double>(out[3]) / in[3]};
+    const size_t scales_at = opset11 ? 2 : 1;
+    if (const Tensor* s = ConstantOf(node.inputs.size() > scales_at ? node.inputs[scales_at] : "");
+        s != nullptr && s->elements() == 4) {
+      scale[0] = s->floats[2];
+      scale[1] = s->floats[3];
+    } else if (const Attribute* a = node.Find("scales"); a != nullptr && a->floats.size() == 4) {
+      scale[0] = a->floats[2];
+      scale[1] = a->floats[3];
+    }
+    const bool nearest = mode == "nearest";
+    for (int axis = 0; axis < 2; ++axis) {
+      const int64_t from = in[2 + axis], to = out[2 + axis];
+      if (to > 2 * from || to < 2 * from - 1) {
+        return Refuse(n, "resizes " + std::to_string(from) + " to " + std::to_string(to) +
+                             "; the plan doubles a map (cropping at most one row or column)");
+      }
+      if (nearest) {
+        for (int64_t d = 0; d < to; ++d) {
+          if (NearestIndex(rounding, ResizeSource(transform, d, from, to, scale[axis]), from) !=
+              d / 2) {
+            return Refuse(n, "reads source " + std::to_string(d) + " differently from the plan's "
+                             "nearest x2 (source dst / 2) with '" + transform + "' and '" +
+                             rounding + "'");
+          }
+        }
+      } else if (scale[axis] != 2.0 ||
+                 (transform != "half_pixel" && transform != "pytorch_half_pixel")) {
+        return Refuse(n, "resizes bilinearly by " + std::to_string(scale[axis]) + " with '" +
+                             transform + "'; the plan takes x2 with half-pixel centres");
+      }
+    }
+    pending_upsample_[node.outputs[0]] = {node.inputs[0], nearest};
+    return Status::Ok();
   }
 
   Status Conv(int n) {
@@ -341,6 +434,18 @@ class Importer {
   Status Add(int n) {
     const Node& node = NodeAt(n);
     if (node.inputs.size() != 2) return Refuse(n, "does not have two inputs");
+    for (int k = 0; k < 2; ++k) {
+      auto up = pending_upsample_.find(node.inputs[k]);
+      if (up == pending_upsample_.end()) continue;
+      if (ShapeOf(node.inputs[0]) != ShapeOf(node.inputs[1])) {
+        return Refuse(n, "adds maps of different shapes");
+      }
+      const std::string reader = "node '" + node.name + "' (Add)";
+      MOGSERVE_ASSIGN_OR_RETURN(const int top, Resolve(up->second.top, reader));
+      MOGSERVE_ASSIGN_OR_RETURN(const int lateral, Resolve(node.inputs[1 - k], reader));
+      tensor_[node.outputs[0]] = b_.UpsampleAdd(top, lateral, node.name, up->second.nearest);
+      return Status::Ok();
+    }
     const auto eligible = [](const PendingConv& c) {
       return c.args.residual < 0 && c.args.act == Activation::kNone;
     };
@@ -450,6 +555,7 @@ class Importer {
   HostTensorMap weights_;
   std::map<std::string, int> tensor_;
   std::map<std::string, PendingConv> pending_;
+  std::map<std::string, PendingUpsample> pending_upsample_;
   std::map<std::string, int> readers_;   // live nodes and graph outputs reading each value
   std::map<std::string, int> producer_;  // live node making each value
   std::set<int> chain_;                  // nodes of the output chains

@@ -11,6 +11,9 @@
 //     FP64 by the weight preparation), one Add of a same-shaped tensor (the residual), then Relu
 //     or Clip(0, 6) / Clip(0, +inf);
 //   - MaxPool (square kernel, equal strides, explicit pads, floor mode);
+//   - Resize / Upsample by 2 (nearest: source dst / 2 rounded down, as the node's own rule must
+//     give at every index; bilinear: exactly x2, half-pixel) read only by an Add with a map of
+//     its shape: the plan's upsample-add (an FPN's top-down path);
 //   - Concat on the channel axis; a Concat whose trailing inputs are load-time zeros
 //     (TensorFlow's Pad of channels, as BlazeFace's files write it: ConstantOfShape) becomes
 //     pad-channels;

@@ -119,10 +119,16 @@ void GroupNorm(const LayerPlan& plan, int index, const PreparedNorm& w, const Bu
 }
 
 // Bilinear x2 with half-pixel centres: source = max((dst + 0.5) / 2 − 0.5, 0), neighbours
-// clamped to the last row/column; only the lateral's top-left extent is produced.
+// clamped to the last row/column; nearest: source dst / 2 rounded down. Only the lateral's
+// top-left extent is produced.
 void UpsampleAdd(const TensorShape& ts, const Buffer& top, const Buffer& lateral,
-                 const TensorShape& os, Buffer& out) {
-  auto axis = [](int dst, int in, int* i0, int* i1, double* frac) {
+                 const TensorShape& os, bool nearest, Buffer& out) {
+  auto axis = [nearest](int dst, int in, int* i0, int* i1, double* frac) {
+    if (nearest) {
+      *i0 = *i1 = std::min(dst / 2, in - 1);
+      *frac = 0;
+      return;
+    }
     const double src = std::max((dst + 0.5) / 2.0 - 0.5, 0.0);
     *i0 = std::min(static_cast<int>(src), in - 1);
     *i1 = std::min(*i0 + 1, in - 1);
@@ -162,7 +168,7 @@ void RunOp(const LayerPlan& plan, const PreparedWeights& weights, int index,
       break;
     case OpKind::kUpsampleAdd:
       UpsampleAdd(plan.shape(op.inputs[0]), tensors[op.inputs[0]], tensors[op.inputs[1]],
-                  plan.shape(op.output), out);
+                  plan.shape(op.output), op.nearest, out);
       break;
     case OpKind::kConcat:
       out.clear();

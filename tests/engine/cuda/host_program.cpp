@@ -288,9 +288,9 @@ class HostRun {
     const NhwcShape &ts = s.in_shape, &os = s.out_shape;
     for (int n = 0; n < os.n; ++n) {
       for (int y = 0; y < os.h; ++y) {
-        const UpsampleTap ty = UpsampleAxis(y, ts.h);
+        const UpsampleTap ty = UpsampleAxis(y, ts.h, s.nearest);
         for (int x = 0; x < os.w; ++x) {
-          const UpsampleTap tx = UpsampleAxis(x, ts.w);
+          const UpsampleTap tx = UpsampleAxis(x, ts.w, s.nearest);
           for (int c = 0; c < os.c; ++c) {
             auto at = [&](int yy, int xx) {
               return top[((static_cast<size_t>(n) * ts.h + yy) * ts.w + xx) * ts.c + c];

@@ -29,11 +29,11 @@ TEST(KernelArgsTest, BadArgumentsAreRefusedBeforeLaunching) {
   st = LaunchGroupNormApply(dummy, s, 8, 2, dummy, dummy, dummy, 7, dummy, StorageType::kF16,
                             nullptr);
   EXPECT_THAT(st.message(), HasSubstr("activation 7"));
-  st = LaunchUpsampleAdd(dummy, NhwcShape{1, 1, 1, 8}, dummy + 1, dummy + 1, s, StorageType::kBf16,
-                         nullptr);
+  st = LaunchUpsampleAdd(dummy, NhwcShape{1, 1, 1, 8}, dummy + 1, dummy + 1, s, false,
+                         StorageType::kBf16, nullptr);
   EXPECT_THAT(st.message(), HasSubstr("cannot cover"));
-  st = LaunchUpsampleAdd(dummy, NhwcShape{1, 2, 2, 8}, dummy + 1, dummy, s, StorageType::kBf16,
-                         nullptr);
+  st = LaunchUpsampleAdd(dummy, NhwcShape{1, 2, 2, 8}, dummy + 1, dummy, s, false,
+                         StorageType::kBf16, nullptr);
   EXPECT_THAT(st.message(), HasSubstr("cannot be the top map"));
   st = LaunchCopyChannels(dummy, s, 8, dummy, s, 4, true, StorageType::kF32, nullptr);
   EXPECT_THAT(st.message(), HasSubstr("do not fit"));

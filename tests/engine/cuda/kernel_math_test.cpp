@@ -273,11 +273,14 @@ TEST(KernelMathTest, GroupNormMatchesTheReference) {
   }
 }
 
-TEST(KernelMathTest, UpsampleAddMatchesTheReference) {
+class KernelMathUpsample : public ::testing::TestWithParam<bool> {};
+
+TEST_P(KernelMathUpsample, UpsampleAddMatchesTheReference) {
+  const bool nearest = GetParam();
   TinyNet t;
   const int top = t.Conv(t.b().input(), 2);      // 7 x 6
   const int lateral = t.Conv(t.b().input(), 1);  // 13 x 11: the top-left crop of 14 x 12
-  const int sum = t.b().UpsampleAdd(top, lateral);
+  const int sum = t.b().UpsampleAdd(top, lateral, "up", nearest);
   t.Inspect(top);
   t.Inspect(lateral);
   t.Inspect(sum);
@@ -287,9 +290,9 @@ TEST(KernelMathTest, UpsampleAddMatchesTheReference) {
   ASSERT_EQ(tm.w, 6);
   for (int c = 0; c < 8; ++c) {
     for (int y = 0; y < want.h; ++y) {
-      const UpsampleTap ty = UpsampleAxis(y, tm.h);
+      const UpsampleTap ty = UpsampleAxis(y, tm.h, nearest);
       for (int x = 0; x < want.w; ++x) {
-        const UpsampleTap tx = UpsampleAxis(x, tm.w);
+        const UpsampleTap tx = UpsampleAxis(x, tm.w, nearest);
         auto at = [&](int yy, int xx) { return static_cast<float>(tm.at(c, yy, xx)); };
         const float got = static_cast<float>(lm.at(c, y, x)) +
                           Bilerp(at(ty.i0, tx.i0), at(ty.i0, tx.i1), at(ty.i1, tx.i0),
@@ -305,7 +308,15 @@ TEST(KernelMathTest, UpsampleAddMatchesTheReference) {
   EXPECT_EQ(UpsampleAxis(13, 7).i1, 6);
   EXPECT_EQ(UpsampleAxis(3, 7).i0, 1);
   EXPECT_EQ(UpsampleAxis(3, 7).frac, 0.25f);
+  // Nearest: dst / 2 rounded down, one tap, clamped.
+  EXPECT_EQ(UpsampleAxis(3, 7, true).i0, 1);
+  EXPECT_EQ(UpsampleAxis(3, 7, true).i1, 1);
+  EXPECT_EQ(UpsampleAxis(3, 7, true).frac, 0.0f);
+  EXPECT_EQ(UpsampleAxis(13, 6, true).i0, 5);
 }
+
+INSTANTIATE_TEST_SUITE_P(BilinearAndNearest, KernelMathUpsample, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Nearest" : "Bilinear"; });
 
 TEST(KernelMathTest, ActivationsAndSigmoidMatchTheReference) {
   TinyNet t;

@@ -259,17 +259,19 @@ TEST(KernelsGpuTest, UpsampleAddMatchesTheHostInPlaceOrNot) {
   const std::vector<float> top = Random(ts.elements(), -2, 2, 6);
   const std::vector<float> lateral = Random(os.elements(), -2, 2, 7);
   for (StorageType type : kTypes) {
-    for (bool in_place : {true, false}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      const bool in_place = variant & 1, nearest = variant & 2;
       DeviceBuffer d_top(Encode(top, type)), d_lat(Encode(lateral, type));
       DeviceBuffer d_out(os.elements() * StorageBytes(type));  // poisoned
       DeviceBuffer& out = in_place ? d_lat : d_out;
       ASSERT_TRUE(
-          LaunchUpsampleAdd(d_top.get(), ts, d_lat.get(), out.get(), os, type, nullptr).ok());
+          LaunchUpsampleAdd(d_top.get(), ts, d_lat.get(), out.get(), os, nearest, type, nullptr)
+              .ok());
       const std::vector<float> got = out.ReadAs(type);
       for (int64_t i = 0; i < os.elements(); ++i) {
         const int c = i % os.c, x = i / os.c % os.w, y = i / (os.c * os.w) % os.h,
                   n = i / (os.c * os.w * os.h);
-        const UpsampleTap ty = UpsampleAxis(y, ts.h), tx = UpsampleAxis(x, ts.w);
+        const UpsampleTap ty = UpsampleAxis(y, ts.h, nearest), tx = UpsampleAxis(x, ts.w, nearest);
         auto at = [&](int yy, int xx) {
           return Stored(top[((static_cast<int64_t>(n) * ts.h + yy) * ts.w + xx) * ts.c + c], type);
         };
@@ -277,7 +279,8 @@ TEST(KernelsGpuTest, UpsampleAddMatchesTheHostInPlaceOrNot) {
             Stored(lateral[i], type) + Bilerp(at(ty.i0, tx.i0), at(ty.i0, tx.i1), at(ty.i1, tx.i0),
                                               at(ty.i1, tx.i1), ty.frac, tx.frac),
             type);
-        ASSERT_NEAR(got[i], want, Tolerance(type, 4.0)) << (in_place ? "in place " : "") << i;
+        ASSERT_NEAR(got[i], want, Tolerance(type, 4.0))
+            << (in_place ? "in place " : "") << (nearest ? "nearest " : "") << i;
       }
     }
   }
