@@ -18,7 +18,9 @@ namespace mogserve {
 // each comment).
 struct DetectorOptions {
   // The model (--model, --model-dir, --weights, --synthetic-weights, --seed).
-  std::string model = "ssd";  // "ssd" (the embedded SSD-MobileNetV1) or "mogface"
+  // "ssd" (the embedded SSD-MobileNetV1), "blazeface", "mogface", or an ONNX file ("x.onnx";
+  // also "onnx" with `weights` the file) decoded by its family's rules (model_family).
+  std::string model = "ssd";
   // SSD: the folder with the model files. Empty: $MOGSERVE_MODEL_DIR, else
   // ./models/ssd_mobilenetv1, else models/ssd_mobilenetv1 next to the build, else the model
   // installed with the library (<prefix>/share/mogserve/models/ssd_mobilenetv1 by default).
@@ -26,6 +28,9 @@ struct DetectorOptions {
   std::string weights;            // MogFace: a .pt/.pth/.safetensors checkpoint
   std::string synthetic_weights;  // MogFace: random weights of "r101", "e" or "r50" (no faces)
   uint64_t seed = 1;              // of synthetic_weights
+  // An ONNX model's family (--model-family): "auto" (from its outputs), "scrfd", "retinaface",
+  // "yunet", "ultraface", "blazeface". Decoders built: scrfd.
+  std::string model_family = "auto";
   // Five landmarks a face (--landmarks): "auto" the model's own where it has them (BlazeFace),
   // else face-api's 68-point landmark net run on the faces (models/face_landmark_68); "68" the
   // net for every model, also giving all 68 points (Detection::landmarks68); "model" only the

@@ -15,6 +15,7 @@
 #include "common/file_util.h"
 #include "common/process_memory.h"
 #include "model/face_landmark_68.h"
+#include "model/onnx/onnx_model.h"
 #include "pipeline/buffer_plan.h"
 
 namespace mogserve::api {
@@ -91,7 +92,15 @@ StatusOr<model::ModelChoice> ToModelChoice(const DetectorOptions& o, const Optio
                            " model is read from " + names("model_dir"));
   }
   choice.source = {ResolveModelDir(o.model_dir, choice.spec->folder), o.weights,
-                   o.synthetic_weights, o.seed};
+                   o.synthetic_weights, o.seed, o.model_family};
+  if (choice.spec->weights == model::ModelSpec::Weights::kOnnxFile &&
+      model::IsOnnxFileName(o.model)) {
+    if (!o.weights.empty()) {
+      return InvalidArgument(names("weights") + ": the ONNX file is already named by " +
+                             names("model") + " (" + o.model + ")");
+    }
+    choice.source.weights = o.model;
+  }
   return choice;
 }
 
@@ -187,7 +196,9 @@ StatusOr<scheduler::SchedulerConfig> ToSchedulerConfig(const DetectorOptions& o,
 StatusOr<pipeline::ShapeBuckets> ToShapeBuckets(const DetectorOptions& o,
                                                 const engine::EngineInfo& info,
                                                 const OptionNames& names) {
-  if (info.fixed_side > 0) return pipeline::ShapeBuckets::FixedSquare(info.fixed_side);
+  if (info.fixed_side > 0) {
+    return pipeline::ShapeBuckets::FixedSquare(info.fixed_side, info.fixed_fit);
+  }
   auto policy = pipeline::ParseInputPolicy(o.input_policy);
   if (!policy.ok()) return OptionError(names("input_policy"), policy.status());
   if (*policy == pipeline::InputPolicy::kModelScope) {
@@ -207,6 +218,10 @@ StatusOr<engine::EngineOptions> CheckOptions(const DetectorOptions& o, const Opt
   MOGSERVE_ASSIGN_OR_RETURN(scheduler::SchedulerConfig config, ToSchedulerConfig(o, names));
   MOGSERVE_RETURN_IF_ERROR(config.Validate());  // what the ranges above leave
   MOGSERVE_RETURN_IF_ERROR(ParseLandmarks(o.landmarks, names).status());
+  if (o.model_family != "auto" && !model::onnx::ParseFamily(o.model_family)) {
+    return InvalidArgument(names("model_family") + ": '" + o.model_family +
+                           "' is not known; allowed: " + model::onnx::FamilyChoices());
+  }
   return ToEngineOptions(o, names);
 }
 

@@ -106,7 +106,8 @@ int RunCalibrate(const CalibrateFlags& flags) {
     return PrintError("cannot load the model: " + loaded.status().ToString(), kExitFatal);
   }
   const std::shared_ptr<const model::FaceModel>& face_model = loaded->model;
-  pipeline::ShapeBuckets buckets = pipeline::ShapeBuckets::FixedSquare(face_model->fixed_side());
+  pipeline::ShapeBuckets buckets = pipeline::ShapeBuckets::FixedSquare(face_model->fixed_side(),
+                                                                  face_model->fixed_fit());
   if (face_model->fixed_side() <= 0) {
     auto target = pipeline::ShapeBuckets::Target(flags.target_size, face_model->multiple());
     if (!target.ok()) return PrintError("--target-size: " + target.status().message(), kExitUsage);

@@ -156,6 +156,7 @@ struct EngineInfo {
   // The model's own input geometry: SSD takes a fixed square (fixed_side); MogFace takes any
   // size whose sides are multiples of `multiple` (spec §10.1).
   int fixed_side = 0;
+  image::FitRule fixed_fit = image::FitRule::kRounded;  // how pictures fill the fixed square
   int multiple = 1;
 
   // "mogface r101 on cpu, bf16, channels-last, 2 threads"; "mogface r101 on cuda:0, fp16, NHWC"

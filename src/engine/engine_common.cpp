@@ -214,6 +214,7 @@ StatusOr<std::unique_ptr<Engine>> CreateEngine(const model::LoadedModel& loaded,
   info.spec = loaded.spec;
   info.variant = model->variant();
   info.fixed_side = model->fixed_side();
+  info.fixed_fit = model->fixed_fit();
   info.multiple = model->multiple();
   return backend->create(options, std::move(model), std::move(info));
 }

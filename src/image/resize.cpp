@@ -142,12 +142,30 @@ Image Resize(const Image& src, int dst_width, int dst_height) {
   return dst;
 }
 
-Letterbox FitLetterbox(int source_width, int source_height, int canvas_width, int canvas_height) {
+Letterbox FitLetterbox(int source_width, int source_height, int canvas_width, int canvas_height,
+                       FitRule rule) {
   Letterbox box;
   box.canvas_width = canvas_width;
   box.canvas_height = canvas_height;
   if (source_width <= 0 || source_height <= 0 || canvas_width <= 0 || canvas_height <= 0) {
     return box;  // nothing fits: content stays 0x0
+  }
+  if (rule == FitRule::kInsightFace) {
+    // scrfd.py: im_ratio = h / w against model_ratio = H / W; int() truncates.
+    const double im_ratio = static_cast<double>(source_height) / source_width;
+    const double model_ratio = static_cast<double>(canvas_height) / canvas_width;
+    int w = canvas_width, h = canvas_height;
+    if (im_ratio > model_ratio) {
+      w = static_cast<int>(h / im_ratio);
+    } else {
+      h = static_cast<int>(w * im_ratio);
+    }
+    box = PlaceLetterbox(source_width, source_height, std::max(w, 1), std::max(h, 1),
+                         canvas_width, canvas_height);
+    // det_scale = new_height / height, on both axes.
+    box.to_source_x = box.to_source_y = static_cast<double>(source_height) / box.content_height;
+    box.filter = ResizeFilter::kOpenCvLinearToSize;
+    return box;
   }
   const double scale = std::min(static_cast<double>(canvas_width) / source_width,
                                 static_cast<double>(canvas_height) / source_height);
@@ -190,6 +208,12 @@ Image ScaleToContent(const Image& src, const Letterbox& box) {
     Image out = ResizeLinearLikeOpenCv(src, f, f);
     if (out.width == box.content_width && out.height == box.content_height) return out;
     // A decoder-reduced source: its factor differs from the letterbox's; fall through.
+  }
+  if (box.filter == ResizeFilter::kOpenCvLinearToSize) {
+    // cv2.resize(src, (w, h)): inv_scale = dsize / ssize per axis.
+    Image out = ResizeLinearLikeOpenCv(src, static_cast<double>(box.content_width) / src.width,
+                                       static_cast<double>(box.content_height) / src.height);
+    if (out.width == box.content_width && out.height == box.content_height) return out;
   }
   return Resize(src, box.content_width, box.content_height);
 }

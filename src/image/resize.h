@@ -9,9 +9,17 @@ namespace mogserve::image {
 // reductions do not alias; plain bilinear with half-pixel centres when enlarging.
 Image Resize(const Image& src, int dst_width, int dst_height);
 
-// How a picture is scaled to its content size: Resize() above, or cv2.resize's INTER_LINEAR by
-// the factor 1 / to_source_x on both axes (opencv_resize.h; the modelscope input policy).
-enum class ResizeFilter { kAntialiased, kOpenCvLinear };
+// How a picture is scaled to its content size: Resize() above, cv2.resize's INTER_LINEAR by
+// the factor 1 / to_source_x on both axes (opencv_resize.h; the modelscope input policy), or
+// cv2.resize's INTER_LINEAR to the content size (factors content / source per axis, as
+// cv2.resize(img, (w, h)) computes them; insightface's detectors).
+enum class ResizeFilter { kAntialiased, kOpenCvLinear, kOpenCvLinearToSize };
+
+// How a fixed square canvas is filled: sides round(side · scale) and Resize(), or as
+// insightface's detectors do it (model_zoo/scrfd.py detect()): the long side the canvas side,
+// the other int(side · ratio) (truncated), cv2.resize to that size, boxes divided by
+// det_scale = content height / picture height on both axes.
+enum class FitRule { kRounded, kInsightFace };
 
 // Where an image sits inside a canvas after letterboxing: top-left anchored, scaled by the same
 // factor on both axes, the rest of the canvas filled with zeros (padding only right/bottom).
@@ -30,8 +38,9 @@ struct Letterbox {
 };
 
 // The geometry for fitting a source of source_width x source_height into the canvas keeping the
-// aspect ratio. content sizes are round(side * scale), at least 1.
-Letterbox FitLetterbox(int source_width, int source_height, int canvas_width, int canvas_height);
+// aspect ratio. content sizes are round(side * scale), at least 1 (kInsightFace: as FitRule says).
+Letterbox FitLetterbox(int source_width, int source_height, int canvas_width, int canvas_height,
+                       FitRule rule = FitRule::kRounded);
 
 // The geometry for a source scaled to an explicit content size (each side at least 1 and at most
 // the canvas side) inside a canvas: for input policies whose scale is not "fit the canvas".

@@ -31,6 +31,8 @@ class FaceModel : public OutputDecoder {
   // Input geometry: a fixed square side (> 0), or any size whose sides are multiples of
   // multiple() for batching into buckets.
   virtual int fixed_side() const { return 0; }
+  // How pictures fill the fixed square (insightface's families: as insightface does it).
+  virtual image::FitRule fixed_fit() const { return image::FitRule::kRounded; }
   virtual int multiple() const { return 1; }
   DetectOptions default_detect_options() const override = 0;
 

@@ -4,6 +4,7 @@
 #include "model/mogface/mogface_model.h"
 #include "model/mogface/synthetic_weights.h"
 #include "model/onnx/blazeface_model.h"
+#include "model/onnx/onnx_model.h"
 #include "model/ssd_model.h"
 
 namespace mogserve::model {
@@ -47,6 +48,19 @@ StatusOr<LoadedModel> LoadMogFace(const ModelSource& source) {
   return out;
 }
 
+StatusOr<LoadedModel> LoadOnnx(const ModelSource& source) {
+  if (source.weights.empty()) {
+    return InvalidArgument("an ONNX model needs its file: --model FILE.onnx (or --model onnx "
+                           "--weights FILE.onnx)");
+  }
+  if (!source.synthetic_weights.empty()) {
+    return InvalidArgument("--synthetic-weights is for MogFace, not an ONNX model");
+  }
+  MOGSERVE_ASSIGN_OR_RETURN(std::unique_ptr<FaceModel> model,
+                            onnx::LoadOnnxDetector(source.weights, source.family));
+  return LoadedModel{std::move(model), source.weights};
+}
+
 // clang-format off
 constexpr ModelSpec kModels[] = {
   {.name = "ssd", .full_name = "ssd-mobilenetv1",
@@ -65,6 +79,11 @@ constexpr ModelSpec kModels[] = {
    .inclusive_corners = true, .wider_nms_iou = 0.3f, .wider_top_k = 5000,
    .bench_reduced_precision = "bf16",
    .load = LoadMogFace},
+  {.name = "onnx", .full_name = "onnx",
+   .summary = "An ONNX face detector (--model FILE.onnx): insightface SCRFD decoded so far",
+   .weights = ModelSpec::Weights::kOnnxFile,
+   .landmarks = true,
+   .load = LoadOnnx},
 };
 // clang-format on
 
@@ -78,7 +97,12 @@ const ModelSpec& DefaultModel() {
   return kModels[0];
 }
 
+bool IsOnnxFileName(std::string_view name) {
+  return name.size() > 5 && name.substr(name.size() - 5) == ".onnx";
+}
+
 StatusOr<const ModelSpec*> FindModel(std::string_view name) {
+  if (IsOnnxFileName(name)) name = "onnx";
   for (const ModelSpec& spec : kModels) {
     if (name == spec.name || name == spec.full_name) return &spec;
   }

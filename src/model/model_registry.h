@@ -26,6 +26,7 @@ struct ModelSource {
   std::string weights;            // a checkpoint file
   std::string synthetic_weights;  // a variant to fill with deterministic random weights
   uint64_t synthetic_seed = 1;
+  std::string family = "auto";  // an ONNX file's family (model/onnx/family.h)
 };
 
 struct ModelSpec;
@@ -40,9 +41,10 @@ struct ModelSpec {
   enum class Weights {
     kModelDir,    // a folder of files shipped by scripts/setup.sh (weights and synthetic refused)
     kCheckpoint,  // exactly one of a checkpoint file or synthetic weights of a variant
+    kOnnxFile,    // an ONNX file (ModelSource::weights) of a detector family
   };
 
-  std::string_view name;       // --model: "ssd", "blazeface", "mogface"
+  std::string_view name;       // --model: "ssd", "blazeface", "mogface", "onnx"
   std::string_view full_name;  // EngineInfo::model, /v1/models, OIP: "ssd-mobilenetv1"
   std::string_view summary;    // one line for --help and the docs
   Weights weights = Weights::kModelDir;
@@ -66,8 +68,11 @@ struct ModelSpec {
 // Every model, the default (the embedded SSD) first.
 std::span<const ModelSpec> Models();
 const ModelSpec& DefaultModel();
-// The spec of `name` (its name or full name); InvalidArgument naming the allowed names.
+// The spec of `name` (its name or full name; a name ending in ".onnx" is the onnx entry's file);
+// InvalidArgument naming the allowed names.
 StatusOr<const ModelSpec*> FindModel(std::string_view name);
+// Whether `name` names an ONNX file (`--model FILE.onnx`).
+bool IsOnnxFileName(std::string_view name);
 // "ssd, blazeface, mogface".
 std::string ModelNames();
 

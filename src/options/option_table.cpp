@@ -29,9 +29,10 @@ const std::vector<Option>& Options() {
   static const std::vector<Option> table = {
   // The model and how it runs.
   {.name = "model", .flag = "--model", .group = Group::kModel, .surfaces = kStartup,
-   .type = Type::kText, .choices = "ssd, blazeface, mogface",
-   .help = "ssd (the embedded SSD-MobileNetV1), blazeface (MediaPipe BlazeFace, five landmarks) or "
-           "mogface (needs --weights or --synthetic-weights)",
+   .type = Type::kText, .choices = "ssd, blazeface, mogface, onnx",
+   .help = "ssd (the embedded SSD-MobileNetV1), blazeface (MediaPipe BlazeFace, five landmarks), "
+           "mogface (needs --weights or --synthetic-weights), or an ONNX detector: FILE.onnx "
+           "(or onnx with --weights FILE.onnx), its family from --model-family",
    .library = &D::model},
   {.name = "model_dir", .flag = "--model-dir", .group = Group::kModel, .surfaces = kStartup,
    .type = Type::kText,
@@ -54,6 +55,12 @@ const std::vector<Option>& Options() {
   {.name = "seed", .flag = "--seed", .group = Group::kModel, .surfaces = kStartup,
    .type = Type::kInt, .help = "Seed of --synthetic-weights",
    .library = &D::seed},
+  {.name = "model_family", .flag = "--model-family", .group = Group::kModel,
+   .surfaces = kStartup, .type = Type::kText,
+   .choices = "auto, scrfd, retinaface, yunet, ultraface, blazeface",
+   .help = "An ONNX model's family: auto (from its outputs' names and shapes) or one of them; "
+           "decoded from a file so far: scrfd (insightface SCRFD, five landmarks)",
+   .library = &D::model_family},
   {.name = "precision", .flag = "--precision", .group = Group::kModel, .surfaces = kStartup,
    .type = Type::kText, .choices = "fp32, bf16, int8, auto (cpu); fp32, tf32, fp16, bf16, auto (cuda)",
    .help = "fp32, bf16, int8 or auto on cpu (bf16 needs AVX-512 and is fast with AVX512-BF16 or "

@@ -45,9 +45,10 @@ StatusOr<InputPolicy> ParseInputPolicy(std::string_view name) {
                          "' is not known; allowed: bucket, modelscope");
 }
 
-ShapeBuckets ShapeBuckets::FixedSquare(int side) {
+ShapeBuckets ShapeBuckets::FixedSquare(int side, image::FitRule rule) {
   ShapeBuckets b;
   b.policy_ = InputPolicy::kFixed;
+  b.fit_ = rule;
   b.target_ = side;
   b.shapes_ = {{side, side}};
   return b;
@@ -151,7 +152,7 @@ ShapeBuckets::Placement ShapeBuckets::Place(int width, int height) const {
   height = std::max(height, 1);
   const int long_side = std::max(width, height);
   if (policy_ == InputPolicy::kFixed) {
-    p.letterbox = image::FitLetterbox(width, height, target_, target_);
+    p.letterbox = image::FitLetterbox(width, height, target_, target_, fit_);
     return p;
   }
   if (policy_ == InputPolicy::kModelScope) return PlaceModelScope(width, height);
@@ -175,8 +176,10 @@ ShapeBuckets::Placement ShapeBuckets::Place(int width, int height) const {
 }
 
 int ShapeBuckets::MinDecodeLongSide() const {
-  // ModelScope resizes the full picture with cv2: a DCT-reduced decode would not match it.
-  return policy_ == InputPolicy::kModelScope ? 0 : target_;
+  // ModelScope and insightface resize the full picture with cv2: a DCT-reduced decode would not
+  // match them.
+  if (policy_ == InputPolicy::kModelScope || fit_ == image::FitRule::kInsightFace) return 0;
+  return target_;
 }
 
 std::string ShapeBuckets::Describe() const {
@@ -190,6 +193,7 @@ std::string ShapeBuckets::Describe() const {
     if (i > 0) text += ", ";
     text += std::to_string(shapes_[i].width) + "x" + std::to_string(shapes_[i].height);
   }
+  if (fit_ == image::FitRule::kInsightFace) text += ", filled as insightface does: cv2.resize";
   return text + ")";
 }
 

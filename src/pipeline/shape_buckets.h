@@ -30,8 +30,8 @@ struct CanvasShape {
 
 class ShapeBuckets {
  public:
-  // Every picture letterboxed into one side x side square (the embedded SSD: 512).
-  static ShapeBuckets FixedSquare(int side);
+  // Every picture letterboxed into one side x side square (the embedded SSD: 512) by `rule`.
+  static ShapeBuckets FixedSquare(int side, image::FitRule rule = image::FitRule::kRounded);
   // Long side scaled to `target`; canvases target x target and the 4:3 and 16:9 shapes in both
   // orientations, every side rounded up to `multiple` (MogFace: 32, spec §10.1). A picture goes
   // to the smallest-area canvas that holds it. target must be a positive multiple of `multiple`.
@@ -69,6 +69,7 @@ class ShapeBuckets {
   InputPolicy policy_ = InputPolicy::kFixed;
   int target_ = 0;
   int multiple_ = 1;
+  image::FitRule fit_ = image::FitRule::kRounded;  // kFixed
   struct ExactSlots;  // kModelScope: the slot table
 
   Placement PlaceModelScope(int width, int height) const;

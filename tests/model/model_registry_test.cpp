@@ -19,7 +19,7 @@ TEST(ModelRegistryTest, NamesAndFullNamesFindTheirSpecAndOthersAreRefused) {
   const auto unknown = FindModel("yolo");
   EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(unknown.status().message(), "model 'yolo' is not known; allowed: " + ModelNames());
-  EXPECT_EQ(ModelNames(), "ssd, blazeface, mogface");
+  EXPECT_EQ(ModelNames(), "ssd, blazeface, mogface, onnx");
 }
 
 // The option table's --model choices are the registry's names (docs and --help list them).

@@ -74,6 +74,13 @@ class Scrfd(nn.Module):
         self.cls = nn.ModuleList([nn.Conv2d(32, 2, 3, 1, 1) for _ in range(3)])
         self.reg = nn.ModuleList([nn.Conv2d(32, 8, 3, 1, 1) for _ in range(3)])
         self.kps = nn.ModuleList([nn.Conv2d(32, 20, 3, 1, 1) for _ in range(3)])
+        with torch.no_grad():  # spread scores (most below insightface's 0.5, some well above)
+            for c in self.cls:
+                c.weight.mul_(8.0)
+                c.bias.fill_(-1.5)
+            for c in self.reg:  # distances mostly positive (boxes with an area), as trained ones
+                c.weight.mul_(0.3)
+                c.bias.fill_(2.0)
 
     def rows(self, x, c):
         x = x.permute(0, 2, 3, 1)

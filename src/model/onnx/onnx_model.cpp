@@ -1,0 +1,150 @@
+#include "model/onnx/onnx_model.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "model/onnx/onnx_graph.h"
+#include "model/onnx/static_graph.h"
+
+namespace mogserve::model::onnx {
+namespace {
+
+// insightface's default det_size for files with a dynamic input (FaceAnalysis.prepare).
+constexpr int kInsightFaceSide = 640;
+
+StatusOr<std::unique_ptr<FaceModel>> LoadScrfd(const std::shared_ptr<const Graph>& graph,
+                                               const ImageInput& input, const std::string& path) {
+  if (!input.dynamic_size() && input.height != input.width) {
+    return Unsupported(path + ": a fixed " + std::to_string(input.width) + "x" +
+                       std::to_string(input.height) +
+                       " input; mogserve runs SCRFD on a square canvas");
+  }
+  const int side = input.dynamic_size() ? kInsightFaceSide : static_cast<int>(input.height);
+  MOGSERVE_ASSIGN_OR_RETURN(StaticGraph sg, StaticGraph::Infer(graph, 1, side, side));
+  const FamilyMatch match = DetectFamily(sg);
+  if (match.family != Family::kScrfd) {
+    return InvalidArgument(path + ": its outputs are not SCRFD's (" + match.reason + ")");
+  }
+  InputNormalization normalization;  // scrfd.py: blobFromImage(1 / 128, mean 127.5, swapRB)
+  for (int c = 0; c < 3; ++c) {
+    normalization.mean[c] = 127.5;
+    normalization.divisor[c] = 128.0;
+  }
+  MOGSERVE_ASSIGN_OR_RETURN(ImportedNetwork imported, ImportNetwork(sg, "scrfd", normalization));
+  const size_t n = imported.outputs.size();
+  ScrfdConfig config;
+  config.input_height = config.input_width = side;
+  const int levels = n == 6 || n == 9 ? 3 : 5;
+  config.strides.clear();
+  for (int l = 0; l < levels; ++l) config.strides.push_back(8 << l);
+  config.landmarks = n == 9 || n == 15;
+  const int64_t cells = int64_t{side / 8} * (side / 8);
+  const int64_t rows = sg.value(imported.outputs[0].name).shape.size() > 1
+                           ? sg.value(imported.outputs[0].name).shape.end()[-2]
+                           : 0;
+  config.anchors_per_cell = cells > 0 && rows % cells == 0 ? static_cast<int>(rows / cells) : 0;
+  if (config.anchors_per_cell < 1) {
+    return InvalidArgument(path + ": output '" + imported.outputs[0].name + "' has " +
+                           std::to_string(rows) + " rows for " + std::to_string(cells) +
+                           " cells of stride 8");
+  }
+  MOGSERVE_ASSIGN_OR_RETURN(PreparedWeights weights,
+                            PrepareWeights(*imported.network, imported.weights, path));
+  return std::unique_ptr<FaceModel>(
+      new ScrfdModel(std::move(imported), std::move(weights), std::move(config)));
+}
+
+}  // namespace
+
+std::string FamilyChoices() {
+  std::string s = "auto";
+  for (Family f : AllFamilies()) s += ", " + FamilyName(f);
+  return s;
+}
+
+StatusOr<std::unique_ptr<FaceModel>> LoadOnnxDetector(const std::string& path,
+                                                      const std::string& family) {
+  std::optional<Family> chosen;
+  if (family != "auto") {
+    chosen = ParseFamily(family);
+    if (!chosen) {
+      return InvalidArgument("model family '" + family + "' is not known; allowed: " +
+                             FamilyChoices());
+    }
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return NotFound(path + ": no such file");
+  MOGSERVE_ASSIGN_OR_RETURN(Graph graph, ReadModel(path));
+  auto shared = std::make_shared<const Graph>(std::move(graph));
+  MOGSERVE_ASSIGN_OR_RETURN(const ImageInput input, FindImageInput(*shared));
+  if (!chosen) {
+    // The family from the outputs at the size the file says (insightface's 640 when dynamic).
+    const int64_t h = input.dynamic_size() ? kInsightFaceSide : input.height;
+    const int64_t w = input.dynamic_size() ? kInsightFaceSide : input.width;
+    MOGSERVE_ASSIGN_OR_RETURN(StaticGraph sg, StaticGraph::Infer(shared, 1, h, w));
+    const FamilyMatch match = DetectFamily(sg);
+    if (!match.family) {
+      return InvalidArgument(path + ": no known face detector family: " + match.reason +
+                             "; name one with --model-family");
+    }
+    chosen = match.family;
+  }
+  if (*chosen == Family::kScrfd) return LoadScrfd(shared, input, path);
+  return Unsupported(path + ": a " + FamilyName(*chosen) +
+                     " model; its decoder is not built yet (decoders from a file: scrfd; "
+                     "BlazeFace: --model blazeface)");
+}
+
+ScrfdModel::ScrfdModel(ImportedNetwork imported, PreparedWeights weights, ScrfdConfig config)
+    : FaceModel(std::move(imported.network), std::move(weights)),
+      config_(std::move(config)),
+      outputs_(std::move(imported.outputs)) {}
+
+DetectOptions ScrfdModel::default_detect_options() const {
+  DetectOptions o;
+  o.score_threshold = config_.score_threshold;
+  o.nms_iou = config_.nms_iou;
+  return o;
+}
+
+std::vector<Detection> ScrfdModel::Decode(const OutputRows& rows,
+                                          const DetectOptions& options) const {
+  const size_t levels = config_.strides.size();
+  std::vector<std::vector<float>> values;
+  for (const OutputSource& s : outputs_) values.push_back(GraphOutput(s, rows.raw, rows.raw_offsets));
+  std::vector<ScrfdLevel> level(levels);
+  for (size_t l = 0; l < levels; ++l) {
+    level[l].scores = values[l];
+    level[l].boxes = values[l + levels];
+    if (config_.landmarks) level[l].landmarks = values[l + 2 * levels];
+  }
+  const image::Letterbox& lb = rows.letterbox;
+  // insightface's det_scale (new_height / height), in float as numpy divides by it.
+  const float det_scale =
+      lb.source_height > 0 ? static_cast<float>(static_cast<double>(lb.content_height) /
+                                                lb.source_height)
+                           : static_cast<float>(1.0 / lb.to_source_y);
+  const std::vector<ScrfdDetection> faces =
+      DecodeScrfd(config_, level, det_scale, options.score_threshold, options.nms_iou);
+  const float max_x = lb.source_width > 0 ? static_cast<float>(lb.source_width)
+                                          : static_cast<float>(lb.content_width * lb.to_source_x);
+  const float max_y = lb.source_height > 0 ? static_cast<float>(lb.source_height)
+                                           : static_cast<float>(lb.content_height * lb.to_source_y);
+  std::vector<Detection> out;
+  for (const ScrfdDetection& f : faces) {
+    Detection d;
+    d.x1 = std::clamp(f.x1, 0.0f, max_x);
+    d.y1 = std::clamp(f.y1, 0.0f, max_y);
+    d.x2 = std::clamp(f.x2, 0.0f, max_x);
+    d.y2 = std::clamp(f.y2, 0.0f, max_y);
+    d.score = f.score;
+    if (!(d.x2 > d.x1 && d.y2 > d.y1)) continue;
+    if (f.has_landmarks) {
+      for (const auto& p : f.landmarks) d.landmarks.push_back({p[0], p[1]});
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace mogserve::model::onnx

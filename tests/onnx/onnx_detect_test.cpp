@@ -1,0 +1,136 @@
+// `mogserve detect --model FILE.onnx` end to end, against insightface's own detection path:
+// tests/reference/scrfd_ref.py is SCRFD.detect/forward/nms written from insightface's scrfd.py
+// (cv2.imread, cv2.resize into the top-left of a zero 640² canvas, cv2.dnn.blobFromImage, the
+// model run by ONNX Runtime, numpy decoding and NMS). The SCRFD-shaped exports of
+// tests/onnx/make_models.py (random weights: hundreds of faces an image, which tests every
+// anchor's decoding) on photos of odd sizes, portrait and landscape, enlarged and reduced. The
+// reference's faces are clipped to the picture as mogserve's are (FaceModel::Decode).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "e2e/e2e_support.h"
+
+namespace mogserve::e2e {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+const fs::path kModels = MOGSERVE_ONNX_MODELS_DIR;
+
+struct Face {
+  float box[4];
+  float score;
+  std::vector<std::array<float, 2>> landmarks;
+};
+
+float IoU(const Face& a, const Face& b) {
+  const float w = std::max(0.0f, std::min(a.box[2], b.box[2]) - std::max(a.box[0], b.box[0]));
+  const float h = std::max(0.0f, std::min(a.box[3], b.box[3]) - std::max(a.box[1], b.box[1]));
+  const float inter = w * h;
+  const float area_a = (a.box[2] - a.box[0]) * (a.box[3] - a.box[1]);
+  const float area_b = (b.box[2] - b.box[0]) * (b.box[3] - b.box[1]);
+  return inter / (area_a + area_b - inter);
+}
+
+std::vector<Face> Faces(const json& j, float width, float height, bool clip) {
+  std::vector<Face> out;
+  for (const json& f : j.at("faces")) {
+    Face face;
+    for (int k = 0; k < 4; ++k) face.box[k] = f.at("box")[k];
+    if (clip) {
+      face.box[0] = std::clamp(face.box[0], 0.0f, width);
+      face.box[2] = std::clamp(face.box[2], 0.0f, width);
+      face.box[1] = std::clamp(face.box[1], 0.0f, height);
+      face.box[3] = std::clamp(face.box[3], 0.0f, height);
+      if (!(face.box[2] > face.box[0] && face.box[3] > face.box[1])) continue;
+    }
+    face.score = f.at("score");
+    for (const json& p : f.value("landmarks", json::array())) face.landmarks.push_back({p[0], p[1]});
+    out.push_back(face);
+  }
+  return out;
+}
+
+TEST(OnnxDetect, ScrfdFacesMatchInsightFacesOwnPath) {
+  // 1920x1367 reduced, 600x400 landscape and 512x600 portrait enlarged.
+  for (const char* photo : {"sample2.jpg", "coffee.png", "grace_hopper.jpg"}) {
+    for (const char* file : {"scrfd_opset11.onnx", "scrfd_opset13_2d.onnx"}) {
+      SCOPED_TRACE(std::string(file) + " on " + photo);
+      const ProcessResult ref = RunProcess(
+          "/usr/bin/python3", {MOGSERVE_SOURCE_DIR "/tests/reference/scrfd_ref.py",
+                               (kModels / file).string(), PhotoPath(photo).string(), "--modules",
+                               MOGSERVE_SOURCE_DIR "/node_modules", "--thresh", "0.3"});
+      ASSERT_EQ(ref.exit_code, 0) << ref.err;
+      const ProcessResult got = RunMogserve(
+          {"detect", "--model", (kModels / file).string(), "--max-faces", "10000",
+           "--score-threshold", "0.3", PhotoPath(photo).string()});
+      ASSERT_EQ(got.exit_code, 0) << got.err;
+      const json g = ParseJsonLines(got.out).at(0);
+      const float width = g.at("width"), height = g.at("height");
+      const std::vector<Face> want = Faces(ParseJsonLines(ref.out).at(0), width, height, true);
+      const std::vector<Face> have = Faces(g, width, height, false);
+      ASSERT_GE(want.size(), 5u) << "the reference found too few faces to compare";
+      ASSERT_EQ(have.size(), want.size());
+      // Each reference face has its own mogserve face (ties in score may order them apart).
+      std::vector<bool> used(have.size(), false);
+      for (size_t i = 0; i < want.size(); ++i) {
+        int best = -1;
+        float best_iou = 0;
+        for (size_t k = 0; k < have.size(); ++k) {
+          if (used[k] || std::abs(have[k].score - want[i].score) > 1e-3f) continue;
+          const float iou = IoU(have[k], want[i]);
+          if (iou > best_iou) best_iou = iou, best = static_cast<int>(k);
+        }
+        ASSERT_GE(best, 0) << "reference face " << i << " (score " << want[i].score
+                           << ") has no mogserve face";
+        used[best] = true;
+        const Face& h = have[best];
+        EXPECT_GE(best_iou, 0.99f) << "face " << i;
+        // Coordinates are printed to 0.01 px.
+        for (int k = 0; k < 4; ++k) EXPECT_NEAR(h.box[k], want[i].box[k], 0.5f) << "face " << i;
+        ASSERT_EQ(h.landmarks.size(), 5u);
+        ASSERT_EQ(want[i].landmarks.size(), 5u);
+        for (int p = 0; p < 5; ++p) {
+          EXPECT_NEAR(h.landmarks[p][0], want[i].landmarks[p][0], 0.5f) << "face " << i;
+          EXPECT_NEAR(h.landmarks[p][1], want[i].landmarks[p][1], 0.5f) << "face " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(OnnxDetect, FilesAndFamiliesThatDoNotDecodeAreRefused) {
+  // Exit 3: the model cannot load; 2: the options are wrong.
+  const struct {
+    std::vector<std::string> args;
+    int code;
+    std::string message;
+  } cases[] = {
+      {{"--model", (kModels / "yunet_opset11.onnx").string()}, 3,
+       "a yunet model; its decoder is not built yet"},
+      {{"--model", (kModels / "unsupported_erf.onnx").string()}, 3,
+       "Erf, an operator mogserve does not import"},
+      {{"--model", (kModels / "scrfd_opset11.onnx").string(), "--model-family", "ultraface"}, 3,
+       "a ultraface model; its decoder is not built yet"},
+      {{"--model", (kModels / "scrfd_opset11.onnx").string(), "--model-family", "yolo"}, 2,
+       "--model-family: 'yolo' is not known; allowed: auto, scrfd"},
+      {{"--model", "absent.onnx"}, 3, "absent.onnx: no such file"},
+      {{"--model", "onnx"}, 2, "an ONNX model needs its file"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"detect"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    args.push_back(PhotoPath("coffee.png").string());
+    const ProcessResult r = RunMogserve(args);
+    EXPECT_EQ(r.exit_code, c.code) << r.err;
+    EXPECT_TRUE(Contains(r.err, c.message)) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace mogserve::e2e
