@@ -128,6 +128,27 @@ TEST(FitLetterboxTest, OtherShapes) {
   EXPECT_EQ(box.content_width, 0);
 }
 
+// insightface's SCRFD.detect: the other side int()-truncated (455.67 → 455, 546.13 → 546), one
+// det_scale (content height / height) for both axes, cv2.resize to that size.
+TEST(FitLetterboxTest, InsightFaceTruncatesAndScalesByTheHeight) {
+  Letterbox box = FitLetterbox(1920, 1367, 640, 640, FitRule::kInsightFace);
+  EXPECT_EQ(box.content_width, 640);
+  EXPECT_EQ(box.content_height, 455);  // FitRule::kRounded: 456
+  EXPECT_EQ(FitLetterbox(1920, 1367, 640, 640).content_height, 456);
+  EXPECT_DOUBLE_EQ(box.to_source_x, 1367.0 / 455.0);
+  EXPECT_DOUBLE_EQ(box.to_source_y, 1367.0 / 455.0);
+  EXPECT_EQ(box.filter, ResizeFilter::kOpenCvLinearToSize);
+  box = FitLetterbox(512, 600, 640, 640, FitRule::kInsightFace);  // portrait, enlarged
+  EXPECT_EQ(box.content_width, 546);
+  EXPECT_EQ(box.content_height, 640);
+  EXPECT_DOUBLE_EQ(box.to_source_x, 600.0 / 640.0);
+  box = FitLetterbox(640, 640, 640, 640, FitRule::kInsightFace);  // square: the whole canvas
+  EXPECT_EQ(box.content_width, 640);
+  EXPECT_EQ(box.content_height, 640);
+  box = FitLetterbox(10000, 1, 640, 640, FitRule::kInsightFace);  // int(0.064) → at least 1
+  EXPECT_EQ(box.content_height, 1);
+}
+
 TEST(RenderLetterboxTest, PlacesContentAtOriginAndZeroesPadding) {
   // A decoder-reduced 960x640 picture of a 1920x1280 original: the geometry is the original's.
   const Image src = testutil::MakeSolid(960, 640, Color{200, 150, 100});

@@ -6,7 +6,8 @@
 Writes, per case i, OUT_DIR/case_i.json ({"width", "height", "fx", "fy", "out_width",
 "out_height", "what"}), case_i.in.rgb and case_i.out.rgb (RGB bytes, row-major): the input and
 cv2.resize(input, None, fx=fx, fy=fy) with the default INTER_LINEAR, as ModelScope's MogFace
-pipeline calls it (specs/mogface.md §6b). Inputs: seeded noise and gradients of many widths
+pipeline calls it (specs/mogface.md §6b), or cv2.resize(input, (w, h)) as insightface's
+detectors call it (fx, fy then w / width and h / height: OpenCV's own inverse scales). Inputs: seeded noise and gradients of many widths
 (every tail length of OpenCV's SIMD row loop), and the given photos at ModelScope's factor
 1000 / long side. Needs Debian's python3-opencv and python3-numpy.
 """
@@ -19,8 +20,12 @@ import cv2
 import numpy as np
 
 
-def write(out_dir, index, img, fx, fy, what):
-    res = cv2.resize(img, None, fx=fx, fy=fy)  # default: INTER_LINEAR
+def write(out_dir, index, img, fx, fy, what, dsize=None):
+    if dsize is None:
+        res = cv2.resize(img, None, fx=fx, fy=fy)  # default: INTER_LINEAR
+    else:
+        res = cv2.resize(img, dsize)
+        fx, fy = dsize[0] / img.shape[1], dsize[1] / img.shape[0]
     stem = os.path.join(out_dir, f"case_{index}")
     with open(stem + ".in.rgb", "wb") as f:
         f.write(np.ascontiguousarray(img).tobytes())
@@ -57,8 +62,14 @@ def main(argv):
         rgb = np.ascontiguousarray(bgr[:, :, ::-1])
         s = 1000 / max(rgb.shape[:2])
         cases.append((rgb, s, s, f"{os.path.basename(path)} at 1000/long side"))
-    for i, (img, fx, fy, what) in enumerate(cases):
-        write(out_dir, i, img, fx, fy, what)
+        # insightface's SCRFD.detect into 640 x 640: the other side truncated.
+        h, w = rgb.shape[:2]
+        size = (640, int(640 * h / w)) if h / w <= 1 else (int(640 / (h / w)), 640)
+        cases.append((rgb, 0, 0, f"{os.path.basename(path)} to {size} (insightface)", size))
+    noise = rng.integers(0, 256, size=(600, 512, 3), dtype=np.uint8)
+    cases.append((noise, 0, 0, "noise 512x600 to (546, 640) (insightface, enlarged)", (546, 640)))
+    for i, (img, fx, fy, what, *dsize) in enumerate(cases):
+        write(out_dir, i, img, fx, fy, what, dsize[0] if dsize else None)
     with open(os.path.join(out_dir, "count"), "w") as f:
         f.write(str(len(cases)))
     print(f"opencv_resize_cases: {len(cases)} cases in {out_dir} (cv2 {cv2.__version__})",
