@@ -26,12 +26,13 @@ const fs = require('fs');
 const path = require('path');
 
 const USAGE = 'usage: node tools/ort_bench.js MODEL.onnx [--batch N] [--threads N] ' +
-  '[--min-seconds S] [--min-runs N] [--modules DIR] [--check INPUT.bin EXPECTED.bin]';
+  '[--min-seconds S] [--min-runs N] [--modules DIR] [--check INPUT.bin EXPECTED.bin] ' +
+  '[--height H --width W (a dynamic input\'s size)]';
 const REL_TOLERANCE = 1e-4;
 
 function parseArgs(argv) {
   const a = { model: null, batch: 1, threads: 2, minSeconds: 5, minRuns: 5, modules: null,
-              check: null };
+              check: null, height: 0, width: 0 };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const next = () => {
@@ -44,6 +45,8 @@ function parseArgs(argv) {
     else if (k === '--min-runs') a.minRuns = parseInt(next(), 10);
     else if (k === '--modules') a.modules = next();
     else if (k === '--check') a.check = [next(), next()];
+    else if (k === '--height') a.height = parseInt(next(), 10);
+    else if (k === '--width') a.width = parseInt(next(), 10);
     else if (k.startsWith('--') || a.model) throw new Error(`unexpected argument ${k}\n${USAGE}`);
     else a.model = k;
   }
@@ -116,6 +119,9 @@ async function main() {
   });
   const dims = session.inputMetadata[0].shape;
   const chw = dims.slice(1);
+  // A dynamic height and width take --height and --width.
+  if (chw.length === 3 && typeof chw[1] !== 'number' && args.height > 0) chw[1] = args.height;
+  if (chw.length === 3 && typeof chw[2] !== 'number' && args.width > 0) chw[2] = args.width;
   if (chw.length !== 3 || chw.some((d) => typeof d !== 'number')) {
     throw new Error(`input: expected [batch, C, H, W] with fixed C, H, W, got [${dims}]`);
   }

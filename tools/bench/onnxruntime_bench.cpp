@@ -56,6 +56,8 @@ StatusOr<OnnxRuntimeRun> RunOnnxRuntimeBench(const OnnxRuntimeBenchOptions& o) {
   if (scratch.path().empty()) return Internal("cannot create a temporary folder");
   std::string weights = o.weights;
   const bool checkpoint = o.model->weights == model::ModelSpec::Weights::kCheckpoint;
+  // An ONNX model is its own file: ONNX Runtime runs it as given, at the row's size.
+  const bool onnx_file = o.model->weights == model::ModelSpec::Weights::kOnnxFile;
   const std::string name(o.model->name);  // the export script's model argument
   if (checkpoint && weights.empty()) {
     weights = scratch.path() + "/synthetic.safetensors";
@@ -63,22 +65,26 @@ StatusOr<OnnxRuntimeRun> RunOnnxRuntimeBench(const OnnxRuntimeBenchOptions& o) {
   }
   OnnxRuntimeRun run;
   for (int size : o.sizes) {
-    const std::string onnx = scratch.path() + "/" + name + std::to_string(size) + ".onnx";
-    std::vector<std::string> argv = {o.python, export_script, name,
-                                     onnx,     "--size",      std::to_string(size)};
-    if (checkpoint) {
-      argv.insert(argv.end(), {"--variant", o.variant, "--checkpoint", weights});
-    } else if (!o.ssd_model_dir.empty()) {
-      argv.insert(argv.end(), {"--model-dir", o.ssd_model_dir});
+    const std::string onnx =
+        onnx_file ? weights : scratch.path() + "/" + name + std::to_string(size) + ".onnx";
+    if (!onnx_file) {
+      std::vector<std::string> argv = {o.python, export_script, name,
+                                       onnx,     "--size",      std::to_string(size)};
+      if (checkpoint) {
+        argv.insert(argv.end(), {"--variant", o.variant, "--checkpoint", weights});
+      } else if (!o.ssd_model_dir.empty()) {
+        argv.insert(argv.end(), {"--model-dir", o.ssd_model_dir});
+      }
+      std::fprintf(stderr, "onnxruntime: exporting %s at %d\n", name.c_str(), size);
+      MOGSERVE_RETURN_IF_ERROR(Capture(argv).status());
     }
-    std::fprintf(stderr, "onnxruntime: exporting %s at %d\n", name.c_str(), size);
-    MOGSERVE_RETURN_IF_ERROR(Capture(argv).status());
     for (int batch : o.batch_sizes) {
       MOGSERVE_ASSIGN_OR_RETURN(
           const std::string line,
           Capture({"node", bench_script, onnx, "--modules", modules, "--batch",
                    std::to_string(batch), "--threads", std::to_string(o.threads), "--min-seconds",
-                   std::to_string(o.min_seconds), "--min-runs", std::to_string(o.min_runs)}));
+                   std::to_string(o.min_seconds), "--min-runs", std::to_string(o.min_runs),
+                   "--height", std::to_string(size), "--width", std::to_string(size)}));
       const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
       if (j.is_discarded() || !j.contains("median_ms")) {
         return Internal("tools/ort_bench.js printed no JSON line: " + line);
