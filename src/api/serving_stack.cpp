@@ -234,6 +234,11 @@ StatusOr<LandmarkChoice> ParseLandmarks(std::string_view text, const OptionNames
                          "' is not known; allowed: auto, 68, model, off");
 }
 
+bool GivesLandmarks(LandmarkChoice choice, const model::ModelSpec& spec) {
+  return choice == LandmarkChoice::kAuto || choice == LandmarkChoice::k68 ||
+         (choice == LandmarkChoice::kModel && spec.landmarks);
+}
+
 std::string DescribeLandmarks(LandmarkChoice choice, const model::ModelSpec& spec) {
   switch (choice) {
     case LandmarkChoice::kOff:

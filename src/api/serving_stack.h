@@ -79,6 +79,9 @@ StatusOr<engine::EngineOptions> CheckOptions(const DetectorOptions& options,
 // --landmarks: where the five points come from.
 enum class LandmarkChoice { kAuto, k68, kModel, kOff };
 StatusOr<LandmarkChoice> ParseLandmarks(std::string_view text, const OptionNames& names = {});
+// Whether faces get five points under `choice` with `spec`'s model (the net or the model's own;
+// auto without the net's files answers without them, with a warning at start).
+bool GivesLandmarks(LandmarkChoice choice, const model::ModelSpec& spec);
 // "the model's own", "face-api's 68-point net, five points", "none", ...
 std::string DescribeLandmarks(LandmarkChoice choice, const model::ModelSpec& spec);
 // The 68-point landmark net's folder: `landmarks_dir` when given, else face_landmark_68 beside

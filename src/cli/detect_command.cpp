@@ -266,8 +266,10 @@ Status CheckCrops(const DetectFlags& flags) {
   MOGSERVE_RETURN_IF_ERROR(image::ArcFaceTemplate(flags.crop_size).status());
   const std::string& l = flags.options.landmarks;
   const auto spec = model::FindModel(flags.options.model);
-  const bool own = spec.ok() && (*spec)->landmarks;
-  if (!flags.tta.empty() || l == "off" || (l == "model" && !own)) {
+  const auto choice = api::ParseLandmarks(l);
+  // An unknown model or --landmarks is refused when the detector is built, naming the option.
+  if (!spec.ok() || !choice.ok()) return Status::Ok();
+  if (!flags.tta.empty() || !api::GivesLandmarks(*choice, **spec)) {
     return InvalidArgument("--crops: aligned crops need five landmarks a face, which " +
                            std::string(!flags.tta.empty() ? "--tta does not give"
                                                           : "--landmarks " + l + " turns off") +

@@ -211,6 +211,11 @@ TEST(LandmarksE2E, CropsWriteOneAlignedFaceEach) {
                                          "off", PhotoPath("grace_hopper.jpg").string()});
   EXPECT_EQ(off.exit_code, 2) << off.Describe();
   EXPECT_TRUE(Contains(off.err, "--crops")) << off.err;
+  // The SSD has no points of its own: --landmarks model gives none.
+  const ProcessResult own = RunMogserve({"detect", "--crops", dir.path().string(), "--landmarks",
+                                         "model", PhotoPath("grace_hopper.jpg").string()});
+  EXPECT_EQ(own.exit_code, 2) << own.Describe();
+  EXPECT_TRUE(Contains(own.err, "--landmarks model turns off")) << own.err;
   const ProcessResult size = RunMogserve({"detect", "--crops", dir.path().string(), "--crop-size",
                                           "100", PhotoPath("grace_hopper.jpg").string()});
   EXPECT_EQ(size.exit_code, 2) << size.Describe();
