@@ -84,9 +84,13 @@ if ! (cd "$FUZZ_DIR" && ./tests/fuzz/detect_request_fuzzer fuzz-work corpus \
   exit 1
 fi
 tail -n 6 "$FUZZ_DIR/fuzz.log"
-# The ONNX model reader and shape inference, seeded with the BlazeFace files (scripts/setup.sh).
+# The ONNX model reader, shape inference and the mapping onto the plan, seeded with the BlazeFace
+# files (scripts/setup.sh) and the SCRFD- and YuNet-shaped exports the first step's tests wrote.
 rm -rf "$FUZZ_DIR/onnx-corpus" "$FUZZ_DIR/onnx-work" && mkdir -p "$FUZZ_DIR/onnx-corpus" "$FUZZ_DIR/onnx-work"
 cp "$ROOT"/models/blazeface/*.onnx "$FUZZ_DIR/onnx-corpus/"
+for f in scrfd_opset11 yunet_opset11; do
+  if [ -f "$ROOT/build/onnx_models/$f.onnx" ]; then cp "$ROOT/build/onnx_models/$f.onnx" "$FUZZ_DIR/onnx-corpus/"; fi
+done
 if ! (cd "$FUZZ_DIR" && ./tests/fuzz/onnx_model_fuzzer onnx-work onnx-corpus \
       -max_total_time="${MOGSERVE_ONNX_FUZZ_SECONDS:-30}" -max_len=700000 -timeout=10 \
       -rss_limit_mb=2048 -print_final_stats=1 >onnx-fuzz.log 2>&1); then

@@ -8,7 +8,9 @@
 #include <memory>
 #include <string>
 
+#include "model/layer_plan.h"
 #include "model/onnx/family.h"
+#include "model/onnx/onnx_network.h"
 #include "model/onnx/static_graph.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -24,7 +26,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const int64_t h = input->height > 0 ? input->height : side;
     const int64_t w = input->width > 0 ? input->width : side;
     StatusOr<StaticGraph> s = StaticGraph::Infer(shared, 1, h, w);
-    if (s.ok()) (void)DetectFamily(*s);
+    if (!s.ok()) continue;
+    (void)DetectFamily(*s);
+    // The mapping onto the plan (fusions, the Resize rule, the output chains) and the plan's
+    // shapes at this size.
+    StatusOr<ImportedNetwork> imported = ImportNetwork(*s, "fuzz", {});
+    if (imported.ok()) {
+      (void)mogserve::model::LayerPlan::Create(imported->network, static_cast<int>(h),
+                                               static_cast<int>(w));
+    }
   }
   return 0;
 }
