@@ -35,6 +35,15 @@ struct Letterbox {
   // The original picture's size (0 when unknown: content x to_source then stands for it).
   int source_width = 0;
   int source_height = 0;
+
+  // The picture's extent in its own pixels, what boxes are clipped to: its size when known, else
+  // the content mapped back.
+  double source_extent_x() const {
+    return source_width > 0 ? source_width : content_width * to_source_x;
+  }
+  double source_extent_y() const {
+    return source_height > 0 ? source_height : content_height * to_source_y;
+  }
 };
 
 // The geometry for fitting a source of source_width x source_height into the canvas keeping the

@@ -17,6 +17,10 @@
 
 namespace mogserve::model {
 
+// Clips every face's box to the picture (letterbox.source_extent_x/y) and drops those left without
+// area (they lay in the padding); landmarks are kept as decoded.
+void ClipToPicture(std::vector<Detection>& faces, const image::Letterbox& letterbox);
+
 class FaceModel : public OutputDecoder {
  public:
   FaceModel(std::shared_ptr<const Network> network, PreparedWeights weights)

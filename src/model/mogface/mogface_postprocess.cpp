@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "model/face_model.h"
 #include "model/nms.h"
 
 namespace mogserve::model::mogface {
@@ -106,21 +107,11 @@ std::vector<Detection> MogFaceDetections(std::span<const float> conf, std::span<
   std::vector<Detection> faces =
       PostprocessMogFace(conf, loc, anchors, static_cast<float>(scale_x), post);
   const float fix_y = static_cast<float>(letterbox.to_source_y * scale_x);
-  const float source_w = static_cast<float>(letterbox.source_width > 0
-                                                ? letterbox.source_width
-                                                : letterbox.content_width * letterbox.to_source_x);
-  const float source_h = static_cast<float>(letterbox.source_height > 0
-                                                ? letterbox.source_height
-                                                : letterbox.content_height * letterbox.to_source_y);
   for (Detection& d : faces) {
     d.y1 *= fix_y;
     d.y2 *= fix_y;
-    d.x1 = std::clamp(d.x1, 0.0f, source_w);
-    d.x2 = std::clamp(d.x2, 0.0f, source_w);
-    d.y1 = std::clamp(d.y1, 0.0f, source_h);
-    d.y2 = std::clamp(d.y2, 0.0f, source_h);
   }
-  std::erase_if(faces, [](const Detection& d) { return !(d.x2 > d.x1 && d.y2 > d.y1); });
+  ClipToPicture(faces, letterbox);
   return faces;
 }
 

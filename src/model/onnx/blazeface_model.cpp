@@ -118,22 +118,18 @@ std::vector<Detection> BlazeFaceModel::Decode(const OutputRows& rows,
   // Canvas pixels to the picture's, clipped to it (the content, not the padding).
   const image::Letterbox& lb = rows.letterbox;
   const auto sx = static_cast<float>(lb.to_source_x), sy = static_cast<float>(lb.to_source_y);
-  const float max_x = lb.source_width > 0 ? static_cast<float>(lb.source_width)
-                                          : static_cast<float>(lb.content_width * lb.to_source_x);
-  const float max_y = lb.source_height > 0 ? static_cast<float>(lb.source_height)
-                                           : static_cast<float>(lb.content_height * lb.to_source_y);
   std::vector<Detection> out;
   for (const BlazeFaceDetection& f : faces) {
     Detection d;
-    d.x1 = std::clamp(f.x1 * sx, 0.0f, max_x);
-    d.y1 = std::clamp(f.y1 * sy, 0.0f, max_y);
-    d.x2 = std::clamp(f.x2 * sx, 0.0f, max_x);
-    d.y2 = std::clamp(f.y2 * sy, 0.0f, max_y);
+    d.x1 = f.x1 * sx;
+    d.y1 = f.y1 * sy;
+    d.x2 = f.x2 * sx;
+    d.y2 = f.y2 * sy;
     d.score = f.score;
-    if (!(d.x2 > d.x1 && d.y2 > d.y1)) continue;
     for (Point p : FiveLandmarks(f)) d.landmarks.push_back({p.x * sx, p.y * sy});
     out.push_back(std::move(d));
   }
+  ClipToPicture(out, lb);
   return out;
 }
 

@@ -126,24 +126,20 @@ std::vector<Detection> ScrfdModel::Decode(const OutputRows& rows,
                            : static_cast<float>(1.0 / lb.to_source_y);
   const std::vector<ScrfdDetection> faces =
       DecodeScrfd(config_, level, det_scale, options.score_threshold, options.nms_iou);
-  const float max_x = lb.source_width > 0 ? static_cast<float>(lb.source_width)
-                                          : static_cast<float>(lb.content_width * lb.to_source_x);
-  const float max_y = lb.source_height > 0 ? static_cast<float>(lb.source_height)
-                                           : static_cast<float>(lb.content_height * lb.to_source_y);
   std::vector<Detection> out;
   for (const ScrfdDetection& f : faces) {
     Detection d;
-    d.x1 = std::clamp(f.x1, 0.0f, max_x);
-    d.y1 = std::clamp(f.y1, 0.0f, max_y);
-    d.x2 = std::clamp(f.x2, 0.0f, max_x);
-    d.y2 = std::clamp(f.y2, 0.0f, max_y);
+    d.x1 = f.x1;
+    d.y1 = f.y1;
+    d.x2 = f.x2;
+    d.y2 = f.y2;
     d.score = f.score;
-    if (!(d.x2 > d.x1 && d.y2 > d.y1)) continue;
     if (f.has_landmarks) {
       for (const auto& p : f.landmarks) d.landmarks.push_back({p[0], p[1]});
     }
     out.push_back(std::move(d));
   }
+  ClipToPicture(out, lb);
   return out;
 }
 
