@@ -12,16 +12,16 @@ namespace {
 // insightface's default det_size for files with a dynamic input (FaceAnalysis.prepare).
 constexpr int kInsightFaceSide = 640;
 
-StatusOr<std::unique_ptr<FaceModel>> LoadScrfd(const std::shared_ptr<const Graph>& graph,
-                                               const ImageInput& input, const std::string& path) {
-  if (!input.dynamic_size() && input.height != input.width) {
-    return Unsupported(path + ": a fixed " + std::to_string(input.width) + "x" +
-                       std::to_string(input.height) +
+// `sg`: the file made static at its own size (insightface's 640² when dynamic); `match`: its
+// outputs' family.
+StatusOr<std::unique_ptr<FaceModel>> LoadScrfd(const StaticGraph& sg, const FamilyMatch& match,
+                                               const std::string& path) {
+  if (sg.height() != sg.width()) {
+    return Unsupported(path + ": a fixed " + std::to_string(sg.width()) + "x" +
+                       std::to_string(sg.height()) +
                        " input; mogserve runs SCRFD on a square canvas");
   }
-  const int side = input.dynamic_size() ? kInsightFaceSide : static_cast<int>(input.height);
-  MOGSERVE_ASSIGN_OR_RETURN(StaticGraph sg, StaticGraph::Infer(graph, 1, side, side));
-  const FamilyMatch match = DetectFamily(sg);
+  const int side = static_cast<int>(sg.height());
   if (match.family != Family::kScrfd) {
     return InvalidArgument(path + ": its outputs are not SCRFD's (" + match.reason + ")");
   }
@@ -77,22 +77,26 @@ StatusOr<std::unique_ptr<FaceModel>> LoadOnnxDetector(const std::string& path,
   MOGSERVE_ASSIGN_OR_RETURN(Graph graph, ReadModel(path));
   auto shared = std::make_shared<const Graph>(std::move(graph));
   MOGSERVE_ASSIGN_OR_RETURN(const ImageInput input, FindImageInput(*shared));
+  const auto not_built = [&](Family f) {
+    return Unsupported(path + ": a " + FamilyName(f) +
+                       " model; its decoder is not built yet (decoders from a file: scrfd; "
+                       "BlazeFace: --model blazeface)");
+  };
+  if (chosen && *chosen != Family::kScrfd) return not_built(*chosen);
+  // Made static once, at the size the file says (insightface's 640 when dynamic): the family
+  // is read from it and the network imported from it.
+  const int64_t h = input.dynamic_size() ? kInsightFaceSide : input.height;
+  const int64_t w = input.dynamic_size() ? kInsightFaceSide : input.width;
+  MOGSERVE_ASSIGN_OR_RETURN(StaticGraph sg, StaticGraph::Infer(shared, 1, h, w));
+  const FamilyMatch match = DetectFamily(sg);
   if (!chosen) {
-    // The family from the outputs at the size the file says (insightface's 640 when dynamic).
-    const int64_t h = input.dynamic_size() ? kInsightFaceSide : input.height;
-    const int64_t w = input.dynamic_size() ? kInsightFaceSide : input.width;
-    MOGSERVE_ASSIGN_OR_RETURN(StaticGraph sg, StaticGraph::Infer(shared, 1, h, w));
-    const FamilyMatch match = DetectFamily(sg);
     if (!match.family) {
       return InvalidArgument(path + ": no known face detector family: " + match.reason +
                              "; name one with --model-family");
     }
-    chosen = match.family;
+    if (*match.family != Family::kScrfd) return not_built(*match.family);
   }
-  if (*chosen == Family::kScrfd) return LoadScrfd(shared, input, path);
-  return Unsupported(path + ": a " + FamilyName(*chosen) +
-                     " model; its decoder is not built yet (decoders from a file: scrfd; "
-                     "BlazeFace: --model blazeface)");
+  return LoadScrfd(sg, match, path);
 }
 
 ScrfdModel::ScrfdModel(ImportedNetwork imported, PreparedWeights weights, ScrfdConfig config)
