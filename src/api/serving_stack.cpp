@@ -199,6 +199,7 @@ StatusOr<pipeline::ShapeBuckets> ToShapeBuckets(const DetectorOptions& o,
   if (info.fixed_side > 0) {
     return pipeline::ShapeBuckets::FixedSquare(info.fixed_side, info.fixed_fit);
   }
+  if (info.native_multiple > 0) return pipeline::ShapeBuckets::Native(info.native_multiple);
   auto policy = pipeline::ParseInputPolicy(o.input_policy);
   if (!policy.ok()) return OptionError(names("input_policy"), policy.status());
   if (*policy == pipeline::InputPolicy::kModelScope) {

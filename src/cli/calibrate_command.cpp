@@ -108,7 +108,9 @@ int RunCalibrate(const CalibrateFlags& flags) {
   const std::shared_ptr<const model::FaceModel>& face_model = loaded->model;
   pipeline::ShapeBuckets buckets = pipeline::ShapeBuckets::FixedSquare(face_model->fixed_side(),
                                                                   face_model->fixed_fit());
-  if (face_model->fixed_side() <= 0) {
+  if (face_model->native_multiple() > 0) {
+    buckets = pipeline::ShapeBuckets::Native(face_model->native_multiple());
+  } else if (face_model->fixed_side() <= 0) {
     auto target = pipeline::ShapeBuckets::Target(flags.target_size, face_model->multiple());
     if (!target.ok()) return PrintError("--target-size: " + target.status().message(), kExitUsage);
     buckets = *target;

@@ -158,6 +158,7 @@ struct EngineInfo {
   int fixed_side = 0;
   image::FitRule fixed_fit = image::FitRule::kRounded;  // how pictures fill the fixed square
   int multiple = 1;
+  int native_multiple = 0;  // > 0: pictures at their own size padded to it (FaceModel's)
 
   // "mogface r101 on cpu, bf16, channels-last, 2 threads"; "mogface r101 on cuda:0, fp16, NHWC"
   std::string Describe() const;

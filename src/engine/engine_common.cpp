@@ -216,6 +216,7 @@ StatusOr<std::unique_ptr<Engine>> CreateEngine(const model::LoadedModel& loaded,
   info.fixed_side = model->fixed_side();
   info.fixed_fit = model->fixed_fit();
   info.multiple = model->multiple();
+  info.native_multiple = model->native_multiple();
   return backend->create(options, std::move(model), std::move(info));
 }
 

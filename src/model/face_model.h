@@ -38,6 +38,9 @@ class FaceModel : public OutputDecoder {
   // How pictures fill the fixed square (insightface's families: as insightface does it).
   virtual image::FitRule fixed_fit() const { return image::FitRule::kRounded; }
   virtual int multiple() const { return 1; }
+  // > 0: every picture runs at its own size padded to multiples of this (ShapeBuckets::Native:
+  // YuNet as OpenCV runs it), whatever the input policy asks.
+  virtual int native_multiple() const { return 0; }
   DetectOptions default_detect_options() const override = 0;
 
   // The model's Decode, then KeepFaces (common/detection.h: the faces an image keeps, the same

@@ -15,7 +15,9 @@ std::string Mib(int64_t bytes) {
 }
 
 std::vector<int> DefaultBuckets(const ShapeBuckets& buckets) {
-  if (buckets.policy() == InputPolicy::kModelScope) return {buckets.Place(640, 640).bucket};
+  if (buckets.policy() == InputPolicy::kModelScope || buckets.policy() == InputPolicy::kNative) {
+    return {buckets.Place(640, 640).bucket};
+  }
   std::vector<int> all(buckets.size());
   for (int i = 0; i < buckets.size(); ++i) all[i] = i;
   return all;

@@ -31,8 +31,8 @@ struct ShapeBuckets::ExactSlots {
   std::atomic<uint32_t> packed[kModelScopeExactSlots] = {};
 };
 
-constexpr EnumNames<InputPolicy, InputPolicy::kModelScope> kInputPolicyNames{
-    {"fixed", "bucket", "modelscope"}};
+constexpr EnumNames<InputPolicy, InputPolicy::kNative> kInputPolicyNames{
+    {"fixed", "bucket", "modelscope", "native"}};
 
 const char* InputPolicyName(InputPolicy policy) {
   return NameOf(kInputPolicyNames, policy, "?");
@@ -93,9 +93,24 @@ ShapeBuckets ShapeBuckets::ModelScope(int overflow_multiple) {
   return b;
 }
 
+ShapeBuckets ShapeBuckets::Native(int multiple) {
+  ShapeBuckets b;
+  b.policy_ = InputPolicy::kNative;
+  b.multiple_ = std::max(1, multiple);
+  b.target_ = kNativeMaxSide;
+  b.grid_ = RoundUp(kNativeMaxSide, b.multiple_) / b.multiple_;
+  return b;
+}
+
 int ShapeBuckets::size() const {
-  return policy_ == InputPolicy::kModelScope ? kModelScopeExactSlots + grid_ * grid_
-                                             : static_cast<int>(shapes_.size());
+  switch (policy_) {
+    case InputPolicy::kModelScope:
+      return kModelScopeExactSlots + grid_ * grid_;
+    case InputPolicy::kNative:
+      return grid_ * grid_;
+    default:
+      return static_cast<int>(shapes_.size());
+  }
 }
 
 CanvasShape ShapeBuckets::shape(int bucket) const {
@@ -108,6 +123,9 @@ CanvasShape ShapeBuckets::shape(int bucket) const {
     }
     const int cell = bucket - kModelScopeExactSlots;
     return {(cell % grid_ + 1) * multiple_, (cell / grid_ + 1) * multiple_};
+  }
+  if (policy_ == InputPolicy::kNative) {
+    return {(bucket % grid_ + 1) * multiple_, (bucket / grid_ + 1) * multiple_};
   }
   return shapes_[bucket];
 }
@@ -146,6 +164,22 @@ ShapeBuckets::Placement ShapeBuckets::PlaceModelScope(int width, int height) con
   return p;
 }
 
+ShapeBuckets::Placement ShapeBuckets::PlaceNative(int width, int height) const {
+  const int long_side = std::max(width, height);
+  const double s =
+      long_side > kNativeMaxSide ? static_cast<double>(kNativeMaxSide) / long_side : 1.0;
+  const int content_w = std::clamp(image::OpenCvScaledSide(width, s), 1, kNativeMaxSide);
+  const int content_h = std::clamp(image::OpenCvScaledSide(height, s), 1, kNativeMaxSide);
+  const CanvasShape canvas{RoundUp(content_w, multiple_), RoundUp(content_h, multiple_)};
+  Placement p;
+  p.bucket = (canvas.height / multiple_ - 1) * grid_ + (canvas.width / multiple_ - 1);
+  p.letterbox =
+      image::PlaceLetterbox(width, height, content_w, content_h, canvas.width, canvas.height);
+  p.letterbox.to_source_x = p.letterbox.to_source_y = 1.0 / s;
+  p.letterbox.filter = image::ResizeFilter::kOpenCvLinear;
+  return p;
+}
+
 ShapeBuckets::Placement ShapeBuckets::Place(int width, int height) const {
   Placement p;
   width = std::max(width, 1);
@@ -156,6 +190,7 @@ ShapeBuckets::Placement ShapeBuckets::Place(int width, int height) const {
     return p;
   }
   if (policy_ == InputPolicy::kModelScope) return PlaceModelScope(width, height);
+  if (policy_ == InputPolicy::kNative) return PlaceNative(width, height);
   const double scale = static_cast<double>(target_) / long_side;
   const int content_w = std::max(1, static_cast<int>(std::lround(width * scale)));
   const int content_h = std::max(1, static_cast<int>(std::lround(height * scale)));
@@ -178,7 +213,10 @@ ShapeBuckets::Placement ShapeBuckets::Place(int width, int height) const {
 int ShapeBuckets::MinDecodeLongSide() const {
   // ModelScope and insightface resize the full picture with cv2: a DCT-reduced decode would not
   // match them.
-  if (policy_ == InputPolicy::kModelScope || fit_ == image::FitRule::kInsightFace) return 0;
+  if (policy_ == InputPolicy::kModelScope || policy_ == InputPolicy::kNative ||
+      fit_ == image::FitRule::kInsightFace) {
+    return 0;
+  }
   return target_;
 }
 
@@ -187,6 +225,11 @@ std::string ShapeBuckets::Describe() const {
     return "modelscope (exact size, long side > 1500 scaled to 1000 by cv2.resize's bilinear; " +
            std::to_string(kModelScopeExactSlots) + " exact-shape buckets, later new shapes " +
            "padded to multiples of " + std::to_string(multiple_) + ")";
+  }
+  if (policy_ == InputPolicy::kNative) {
+    return "native (own size padded to multiples of " + std::to_string(multiple_) +
+           " as OpenCV's FaceDetectorYN; long side > " + std::to_string(kNativeMaxSide) +
+           " scaled to it by cv2.resize's bilinear)";
   }
   std::string text = std::string(InputPolicyName(policy_)) + " " + std::to_string(target_) + " (";
   for (size_t i = 0; i < shapes_.size(); ++i) {

@@ -17,8 +17,9 @@ enum class InputPolicy {
   kFixed,       // SSD: letterbox into one fixed square
   kBucket,      // long side scaled to a target (up or down); the smallest bucket that holds it
   kModelScope,  // MogFace as ModelScope runs it: exact size, long side > 1500 → 1000 by cv2
+  kNative,      // YuNet as OpenCV's FaceDetectorYN runs it: own size, padded to multiples of 32
 };
-// "fixed", "bucket", "modelscope".
+// "fixed", "bucket", "modelscope", "native".
 const char* InputPolicyName(InputPolicy policy);
 // "bucket", "modelscope" (the user-selectable ones); InvalidArgument naming them otherwise.
 StatusOr<InputPolicy> ParseInputPolicy(std::string_view name);
@@ -46,6 +47,12 @@ class ShapeBuckets {
   // scheduler.
   static ShapeBuckets ModelScope(int overflow_multiple);
   static constexpr int kModelScopeExactSlots = 2048;
+  // OpenCV's FaceDetectorYN (setInputSize to the picture's size): the picture keeps its size and
+  // is padded bottom-right with zeros to multiples of `multiple` (YuNet: 32). A long side over
+  // kNativeMaxSide (mogserve's bound; OpenCV has none) is first scaled to it by cv2.resize's
+  // bilinear, boxes mapped back. Buckets: the grid of padded shapes up to the bound.
+  static ShapeBuckets Native(int multiple);
+  static constexpr int kNativeMaxSide = 2048;
 
   InputPolicy policy() const { return policy_; }
   int size() const;                     // number of buckets
@@ -73,9 +80,10 @@ class ShapeBuckets {
   struct ExactSlots;  // kModelScope: the slot table
 
   Placement PlaceModelScope(int width, int height) const;
+  Placement PlaceNative(int width, int height) const;
 
   std::vector<CanvasShape> shapes_;  // kFixed, kBucket: explicit
-  int grid_ = 0;                     // kModelScope: overflow grid cells per side
+  int grid_ = 0;                     // kModelScope (overflow), kNative: grid cells per side
   std::shared_ptr<ExactSlots> exact_;
 };
 

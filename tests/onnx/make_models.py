@@ -166,11 +166,18 @@ class YuNet(nn.Module):
         self.s8 = nn.Sequential(dp(16, 32), nn.MaxPool2d(2))
         self.s16 = nn.Sequential(dp(32, 48), nn.MaxPool2d(2))
         self.s32 = nn.Sequential(dp(48, 64), nn.MaxPool2d(2))
+        def head(cin, cout):  # ConvDPUnit(withBNRelu=False): YuNet's heads end without either
+            return nn.Sequential(nn.Conv2d(cin, cout, 1), nn.Conv2d(cout, cout, 3, 1, 1, groups=cout))
+
         self.lat = nn.ModuleList([dp(c, 32) for c in (32, 48, 64)])
-        self.cls = nn.ModuleList([dp(32, 1) for _ in range(3)])
-        self.obj = nn.ModuleList([dp(32, 1) for _ in range(3)])
-        self.bbox = nn.ModuleList([dp(32, 4) for _ in range(3)])
-        self.kps = nn.ModuleList([dp(32, 10) for _ in range(3)])
+        self.cls = nn.ModuleList([head(32, 1) for _ in range(3)])
+        self.obj = nn.ModuleList([head(32, 1) for _ in range(3)])
+        self.bbox = nn.ModuleList([head(32, 4) for _ in range(3)])
+        self.kps = nn.ModuleList([head(32, 10) for _ in range(3)])
+        with torch.no_grad():  # spread scores: most faces below 0.5, some well above
+            for c in list(self.cls) + list(self.obj):
+                c[1].weight.mul_(6.0)
+                c[1].bias.fill_(-0.5)
 
     def forward(self, x):
         f8 = self.s8(self.stem(x))

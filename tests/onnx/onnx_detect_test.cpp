@@ -1,4 +1,5 @@
-// `mogserve detect --model FILE.onnx` end to end, against insightface's own detection path:
+// `mogserve detect --model FILE.onnx` end to end, against each family's own detection path.
+// SCRFD against insightface's:
 // tests/reference/scrfd_ref.py is SCRFD.detect/forward/nms written from insightface's scrfd.py
 // (cv2.imread, cv2.resize into the top-left of a zero 640² canvas, cv2.dnn.blobFromImage, the
 // model run by ONNX Runtime, numpy decoding and NMS). The SCRFD-shaped exports of
@@ -8,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -47,6 +49,9 @@ std::vector<Face> Faces(const json& j, float width, float height, bool clip) {
       face.box[1] = std::clamp(face.box[1], 0.0f, height);
       face.box[3] = std::clamp(face.box[3], 0.0f, height);
       if (!(face.box[2] > face.box[0] && face.box[3] > face.box[1])) continue;
+      // To mogserve's printed 0.01 px: clipped boxes can be a fraction of a pixel wide, where
+      // the printing alone would cost IoU.
+      for (float& v : face.box) v = std::round(v * 100.0f) / 100.0f;
     }
     face.score = f.at("score");
     for (const json& p : f.value("landmarks", json::array())) face.landmarks.push_back({p[0], p[1]});
@@ -55,51 +60,98 @@ std::vector<Face> Faces(const json& j, float width, float height, bool clip) {
   return out;
 }
 
+// The reference's faces (`ref`, clipped here as mogserve clips) and mogserve's (`got`): as many,
+// and each reference face has its own mogserve face (ties in score may order them apart) with
+// IoU >= 0.99, |Δscore| <= 1e-3, corners and five points within 0.5 px.
+void ExpectSameFaces(const json& ref, const json& got) {
+  const float width = got.at("width"), height = got.at("height");
+  const std::vector<Face> want = Faces(ref, width, height, true);
+  const std::vector<Face> have = Faces(got, width, height, false);
+  ASSERT_GE(want.size(), 5u) << "the reference found too few faces to compare";
+  ASSERT_EQ(have.size(), want.size());
+  std::vector<bool> used(have.size(), false);
+  for (size_t i = 0; i < want.size(); ++i) {
+    int best = -1;
+    float best_iou = 0;
+    for (size_t k = 0; k < have.size(); ++k) {
+      if (used[k] || std::abs(have[k].score - want[i].score) > 1e-3f) continue;
+      const float iou = IoU(have[k], want[i]);
+      if (iou > best_iou) best_iou = iou, best = static_cast<int>(k);
+    }
+    ASSERT_GE(best, 0) << "reference face " << i << " (score " << want[i].score
+                       << ") has no mogserve face";
+    used[best] = true;
+    const Face& h = have[best];
+    EXPECT_GE(best_iou, 0.99f) << "face " << i;
+    // Coordinates are printed to 0.01 px.
+    for (int k = 0; k < 4; ++k) EXPECT_NEAR(h.box[k], want[i].box[k], 0.5f) << "face " << i;
+    ASSERT_EQ(h.landmarks.size(), 5u);
+    ASSERT_EQ(want[i].landmarks.size(), 5u);
+    for (int p = 0; p < 5; ++p) {
+      EXPECT_NEAR(h.landmarks[p][0], want[i].landmarks[p][0], 0.5f) << "face " << i;
+      EXPECT_NEAR(h.landmarks[p][1], want[i].landmarks[p][1], 0.5f) << "face " << i;
+    }
+  }
+}
+
+// The family's reference script and `mogserve detect` on one photo, both at `threshold`.
+void ExpectReferenceFaces(const std::string& script, const std::string& file,
+                          const std::string& photo, const std::string& threshold) {
+  SCOPED_TRACE(file + " on " + photo);
+  const ProcessResult ref = RunProcess(
+      "/usr/bin/python3", {MOGSERVE_SOURCE_DIR "/tests/reference/" + script,
+                           (kModels / file).string(), photo, "--modules",
+                           MOGSERVE_SOURCE_DIR "/node_modules", "--thresh", threshold});
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  const ProcessResult got =
+      RunMogserve({"detect", "--model", (kModels / file).string(), "--max-faces", "10000",
+                   "--score-threshold", threshold, photo});
+  ASSERT_EQ(got.exit_code, 0) << got.err;
+  ExpectSameFaces(ParseJsonLines(ref.out).at(0), ParseJsonLines(got.out).at(0));
+}
+
 TEST(OnnxDetect, ScrfdFacesMatchInsightFacesOwnPath) {
   // 1920x1367 reduced, 600x400 landscape and 512x600 portrait enlarged.
   for (const char* photo : {"sample2.jpg", "coffee.png", "grace_hopper.jpg"}) {
     for (const char* file : {"scrfd_opset11.onnx", "scrfd_opset13_2d.onnx"}) {
-      SCOPED_TRACE(std::string(file) + " on " + photo);
-      const ProcessResult ref = RunProcess(
-          "/usr/bin/python3", {MOGSERVE_SOURCE_DIR "/tests/reference/scrfd_ref.py",
-                               (kModels / file).string(), PhotoPath(photo).string(), "--modules",
-                               MOGSERVE_SOURCE_DIR "/node_modules", "--thresh", "0.3"});
-      ASSERT_EQ(ref.exit_code, 0) << ref.err;
-      const ProcessResult got = RunMogserve(
-          {"detect", "--model", (kModels / file).string(), "--max-faces", "10000",
-           "--score-threshold", "0.3", PhotoPath(photo).string()});
-      ASSERT_EQ(got.exit_code, 0) << got.err;
-      const json g = ParseJsonLines(got.out).at(0);
-      const float width = g.at("width"), height = g.at("height");
-      const std::vector<Face> want = Faces(ParseJsonLines(ref.out).at(0), width, height, true);
-      const std::vector<Face> have = Faces(g, width, height, false);
-      ASSERT_GE(want.size(), 5u) << "the reference found too few faces to compare";
-      ASSERT_EQ(have.size(), want.size());
-      // Each reference face has its own mogserve face (ties in score may order them apart).
-      std::vector<bool> used(have.size(), false);
-      for (size_t i = 0; i < want.size(); ++i) {
-        int best = -1;
-        float best_iou = 0;
-        for (size_t k = 0; k < have.size(); ++k) {
-          if (used[k] || std::abs(have[k].score - want[i].score) > 1e-3f) continue;
-          const float iou = IoU(have[k], want[i]);
-          if (iou > best_iou) best_iou = iou, best = static_cast<int>(k);
-        }
-        ASSERT_GE(best, 0) << "reference face " << i << " (score " << want[i].score
-                           << ") has no mogserve face";
-        used[best] = true;
-        const Face& h = have[best];
-        EXPECT_GE(best_iou, 0.99f) << "face " << i;
-        // Coordinates are printed to 0.01 px.
-        for (int k = 0; k < 4; ++k) EXPECT_NEAR(h.box[k], want[i].box[k], 0.5f) << "face " << i;
-        ASSERT_EQ(h.landmarks.size(), 5u);
-        ASSERT_EQ(want[i].landmarks.size(), 5u);
-        for (int p = 0; p < 5; ++p) {
-          EXPECT_NEAR(h.landmarks[p][0], want[i].landmarks[p][0], 0.5f) << "face " << i;
-          EXPECT_NEAR(h.landmarks[p][1], want[i].landmarks[p][1], 0.5f) << "face " << i;
-        }
-      }
+      ExpectReferenceFaces("scrfd_ref.py", file, PhotoPath(photo).string(), "0.3");
     }
+  }
+}
+
+// tests/reference/yunet_ref.py is OpenCV's FaceDetectorYN (face_detect.cpp) and NMSBoxes written
+// in numpy: the picture at its own size padded bottom-right to multiples of 32, B, G, R planes,
+// the model run by ONNX Runtime. Photos whose sides are not multiples of 32 (1920x1367: 1920x1376
+// padded; 600x400; 512x600), so padding, the grid of each stride and the channel order all count.
+TEST(OnnxDetect, YunetFacesMatchOpenCvsOwnPath) {
+  for (const char* photo : {"sample2.jpg", "coffee.png", "grace_hopper.jpg"}) {
+    ExpectReferenceFaces("yunet_ref.py", "yunet_opset11.onnx", PhotoPath(photo).string(), "0.4");
+  }
+}
+
+// A fixed-size file runs at the picture's own size as OpenCV runs it (setInputShape); ONNX
+// Runtime can run it only at its own 160x128, so the picture is made that size (lossless PNG).
+TEST(OnnxDetect, FixedSizeYunetFileMatchesOpenCvsPathAtItsSize) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "yunet_fixed";
+  fs::create_directories(dir);
+  const std::string photo = (dir / "coffee_160x128.png").string();
+  const ProcessResult made = RunProcess(
+      "/usr/bin/python3",
+      {"-c", "import cv2, sys; cv2.imwrite(sys.argv[2], cv2.resize(cv2.imread(sys.argv[1]), "
+             "(160, 128), interpolation=cv2.INTER_AREA))",
+       PhotoPath("coffee.png").string(), photo});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  ExpectReferenceFaces("yunet_ref.py", "yunet_fixed_opset13.onnx", photo, "0.4");
+  // Other sizes run too (no reference can run them): faces inside the picture.
+  const ProcessResult other =
+      RunMogserve({"detect", "--model", (kModels / "yunet_fixed_opset13.onnx").string(),
+                   "--score-threshold", "0.4", PhotoPath("grace_hopper.jpg").string()});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  const json g = ParseJsonLines(other.out).at(0);
+  EXPECT_FALSE(g.at("faces").empty());
+  for (const json& f : g.at("faces")) {
+    EXPECT_LE(f.at("box")[2].get<float>(), 512.0f);
+    EXPECT_LE(f.at("box")[3].get<float>(), 600.0f);
   }
 }
 
@@ -110,8 +162,12 @@ TEST(OnnxDetect, FilesAndFamiliesThatDoNotDecodeAreRefused) {
     int code;
     std::string message;
   } cases[] = {
-      {{"--model", (kModels / "yunet_opset11.onnx").string()}, 3,
-       "a yunet model; its decoder is not built yet"},
+      {{"--model", (kModels / "retinaface_opset11.onnx").string()}, 3,
+       "a retinaface model; its decoder is not built yet (decoders from a file: scrfd, yunet"},
+      {{"--model", (kModels / "yunet_opset11.onnx").string(), "--model-family", "scrfd"}, 2,
+       "its outputs are not SCRFD's"},
+      {{"--model", (kModels / "scrfd_opset11.onnx").string(), "--model-family", "yunet"}, 2,
+       "its outputs are not YuNet's"},
       {{"--model", (kModels / "unsupported_erf.onnx").string()}, 3,
        "Erf, an operator mogserve does not import"},
       {{"--model", (kModels / "scrfd_opset11.onnx").string(), "--model-family", "ultraface"}, 3,

@@ -104,6 +104,35 @@ TEST(ShapeBucketsTest, ModelScopeRunsTheExactSizeInItsOwnBucket) {
   EXPECT_EQ(b.MinDecodeLongSide(), 0);  // cv2 resizes the full picture: no DCT reduction
 }
 
+TEST(ShapeBucketsTest, NativeKeepsTheSizeAndPadsBottomRightToTheMultiple) {
+  const ShapeBuckets b = ShapeBuckets::Native(32);
+  EXPECT_EQ(b.policy(), InputPolicy::kNative);
+  EXPECT_EQ(b.size(), 64 * 64);  // 2048 / 32 per side
+  // FaceDetectorYN: padW = ((w − 1) / 32 + 1) · 32; the picture unscaled at the top left.
+  const ShapeBuckets::Placement p = b.Place(500, 375);
+  EXPECT_EQ(p.letterbox.content_width, 500);
+  EXPECT_EQ(p.letterbox.content_height, 375);
+  EXPECT_EQ(p.letterbox.canvas_width, 512);
+  EXPECT_EQ(p.letterbox.canvas_height, 384);
+  EXPECT_DOUBLE_EQ(p.letterbox.to_source_x, 1.0);
+  EXPECT_EQ(b.shape(p.bucket).width, 512);
+  EXPECT_EQ(b.shape(p.bucket).height, 384);
+  // Every picture padding to the same shape shares its bucket; a multiple stays as it is.
+  EXPECT_EQ(b.Place(481, 353).bucket, p.bucket);
+  EXPECT_NE(b.Place(513, 375).bucket, p.bucket);
+  EXPECT_EQ(b.Place(640, 480).letterbox.canvas_width, 640);
+  EXPECT_EQ(b.Place(1, 1).letterbox.canvas_height, 32);
+  // Over 2048: cv2's sides round(n·s), s = 2048 / long side, boxes back by 1/s.
+  const ShapeBuckets::Placement big = b.Place(4096, 3000);
+  EXPECT_EQ(big.letterbox.content_width, 2048);
+  EXPECT_EQ(big.letterbox.content_height, 1500);
+  EXPECT_EQ(big.letterbox.canvas_height, 1504);
+  EXPECT_DOUBLE_EQ(big.letterbox.to_source_y, 2.0);
+  EXPECT_EQ(b.shape(big.bucket).width, 2048);
+  EXPECT_EQ(b.shape(big.bucket).height, 1504);
+  EXPECT_EQ(b.MinDecodeLongSide(), 0);
+}
+
 TEST(ShapeBucketsTest, ModelScopePadsNewShapesOnceEveryExactSlotIsTaken) {
   const ShapeBuckets b = ShapeBuckets::ModelScope(32);
   for (int i = 0; i < ShapeBuckets::kModelScopeExactSlots; ++i) {

@@ -54,6 +54,38 @@ StatusOr<std::unique_ptr<FaceModel>> LoadScrfd(const StaticGraph& sg, const Fami
       new ScrfdModel(std::move(imported), std::move(weights), std::move(config)));
 }
 
+// OpenCV's YuNet: `sg` made static at the file's size (640² when dynamic); the plan runs it at
+// every picture's padded size.
+StatusOr<std::unique_ptr<FaceModel>> LoadYunet(const StaticGraph& sg, const FamilyMatch& match,
+                                               const std::string& path) {
+  if (match.family != Family::kYuNet) {
+    return InvalidArgument(path + ": its outputs are not YuNet's (" + match.reason + ")");
+  }
+  InputNormalization normalization;  // blobFromImage(pad_image): scale 1, no mean, no swapRB
+  normalization.zero_padding = true;  // copyMakeBorder's 0
+  MOGSERVE_ASSIGN_OR_RETURN(
+      ImportedNetwork imported,
+      ImportNetwork(sg, "yunet", normalization, {.bgr_input = true, .any_size = true}));
+  std::vector<OutputSource> heads;
+  for (const char* head : {"cls_", "obj_", "bbox_", "kps_"}) {
+    for (const char* stride : {"8", "16", "32"}) {
+      const std::string name = std::string(head) + stride;
+      const auto it = std::find_if(imported.outputs.begin(), imported.outputs.end(),
+                                   [&](const OutputSource& s) { return s.name == name; });
+      const int width = head[0] == 'b' ? 4 : head[0] == 'k' ? 10 : 1;
+      if (it == imported.outputs.end() || it->width != width) {
+        return InvalidArgument(path + ": YuNet's output '" + name + "' must have " +
+                               std::to_string(width) + " values per row");
+      }
+      heads.push_back(*it);
+    }
+  }
+  MOGSERVE_ASSIGN_OR_RETURN(PreparedWeights weights,
+                            PrepareWeights(*imported.network, imported.weights, path));
+  return std::unique_ptr<FaceModel>(
+      new YunetModel(std::move(imported), std::move(weights), std::move(heads)));
+}
+
 }  // namespace
 
 std::string FamilyChoices() {
@@ -79,10 +111,11 @@ StatusOr<std::unique_ptr<FaceModel>> LoadOnnxDetector(const std::string& path,
   MOGSERVE_ASSIGN_OR_RETURN(const ImageInput input, FindImageInput(*shared));
   const auto not_built = [&](Family f) {
     return Unsupported(path + ": a " + FamilyName(f) +
-                       " model; its decoder is not built yet (decoders from a file: scrfd; "
-                       "BlazeFace: --model blazeface)");
+                       " model; its decoder is not built yet (decoders from a file: scrfd, "
+                       "yunet; BlazeFace: --model blazeface)");
   };
-  if (chosen && *chosen != Family::kScrfd) return not_built(*chosen);
+  const auto built = [](Family f) { return f == Family::kScrfd || f == Family::kYuNet; };
+  if (chosen && !built(*chosen)) return not_built(*chosen);
   // Made static once, at the size the file says (insightface's 640 when dynamic): the family
   // is read from it and the network imported from it.
   const int64_t h = input.dynamic_size() ? kInsightFaceSide : input.height;
@@ -94,8 +127,9 @@ StatusOr<std::unique_ptr<FaceModel>> LoadOnnxDetector(const std::string& path,
       return InvalidArgument(path + ": no known face detector family: " + match.reason +
                              "; name one with --model-family");
     }
-    if (*match.family != Family::kScrfd) return not_built(*match.family);
+    if (!built(*match.family)) return not_built(*match.family);
   }
+  if (chosen.value_or(*match.family) == Family::kYuNet) return LoadYunet(sg, match, path);
   return LoadScrfd(sg, match, path);
 }
 
@@ -141,6 +175,45 @@ std::vector<Detection> ScrfdModel::Decode(const OutputRows& rows,
     if (f.has_landmarks) {
       for (const auto& p : f.landmarks) d.landmarks.push_back({p[0], p[1]});
     }
+    out.push_back(std::move(d));
+  }
+  ClipToPicture(out, lb);
+  return out;
+}
+
+YunetModel::YunetModel(ImportedNetwork imported, PreparedWeights weights,
+                       std::vector<OutputSource> heads)
+    : FaceModel(std::move(imported.network), std::move(weights)), heads_(std::move(heads)) {}
+
+DetectOptions YunetModel::default_detect_options() const {
+  DetectOptions o;
+  o.score_threshold = config_.score_threshold;
+  o.nms_iou = config_.nms_iou;
+  return o;
+}
+
+std::vector<Detection> YunetModel::Decode(const OutputRows& rows,
+                                          const DetectOptions& options) const {
+  const size_t levels = config_.strides.size();
+  std::vector<std::vector<float>> values;
+  for (const OutputSource& s : heads_) values.push_back(GraphOutput(s, rows.raw, rows.raw_offsets));
+  std::vector<YunetLevel> level(levels);
+  for (size_t l = 0; l < levels; ++l) {
+    level[l] = {values[l], values[l + levels], values[l + 2 * levels], values[l + 3 * levels]};
+  }
+  const image::Letterbox& lb = rows.letterbox;
+  const std::vector<YunetDetection> faces = DecodeYunet(
+      config_, level, lb.canvas_width, lb.canvas_height, options.score_threshold, options.nms_iou);
+  const auto sx = static_cast<float>(lb.to_source_x), sy = static_cast<float>(lb.to_source_y);
+  std::vector<Detection> out;
+  for (const YunetDetection& f : faces) {
+    Detection d;
+    d.x1 = f.x * sx;
+    d.y1 = f.y * sy;
+    d.x2 = (f.x + f.w) * sx;
+    d.y2 = (f.y + f.h) * sy;
+    d.score = f.score;
+    for (const auto& p : f.landmarks) d.landmarks.push_back({p[0] * sx, p[1] * sy});
     out.push_back(std::move(d));
   }
   ClipToPicture(out, lb);

@@ -2,8 +2,9 @@
 // read and made static at the family's input size, its family detected from the outputs
 // (family.h) or named, its network imported into the plan (onnx_network.h) and decoded by the
 // family's own rules. Decoders built: scrfd (insightface SCRFD: det_10g, det_2.5g, det_500m and
-// the exports of its training code). The other known families are recognised and refused with
-// that reason. Torch-free.
+// the exports of its training code) and yunet (OpenCV's YuNet 2023mar and the exports of
+// libfacedetection.train). The other known families are recognised and refused with that reason.
+// Torch-free.
 #pragma once
 
 #include <memory>
@@ -14,6 +15,7 @@
 #include "model/onnx/family.h"
 #include "model/onnx/onnx_network.h"
 #include "model/onnx/scrfd.h"
+#include "model/onnx/yunet.h"
 #include "mogserve/status.h"
 
 namespace mogserve::model::onnx {
@@ -46,6 +48,28 @@ class ScrfdModel final : public FaceModel {
 
   ScrfdConfig config_;
   std::vector<OutputSource> outputs_;  // scores per stride, boxes per stride[, landmarks per stride]
+};
+
+// OpenCV's YuNet as a FaceModel, run as FaceDetectorYN runs it: each picture at its own size,
+// padded bottom-right with zeros to multiples of 32 (ShapeBuckets::Native; a fixed-size file too,
+// as OpenCV sets the input shape), B, G, R values 0..255 unscaled, decoded by DecodeYunet, boxes
+// clipped to the picture.
+class YunetModel final : public FaceModel {
+ public:
+  YunetModel(ImportedNetwork imported, PreparedWeights weights, std::vector<OutputSource> heads);
+
+  std::string name() const override { return "yunet"; }
+  int multiple() const override { return 32; }
+  int native_multiple() const override { return 32; }
+  // FaceDetectorYN::create's: score 0.9, NMS at IoU 0.3.
+  DetectOptions default_detect_options() const override;
+
+ private:
+  std::vector<Detection> Decode(const OutputRows& rows,
+                                const DetectOptions& options) const override;
+
+  YunetConfig config_;
+  std::vector<OutputSource> heads_;  // cls, obj, bbox, kps, each for strides 8, 16, 32
 };
 
 }  // namespace mogserve::model::onnx

@@ -56,14 +56,16 @@ int64_t NearestIndex(const std::string& rounding, double x, int64_t in) {
 
 class Importer {
  public:
-  Importer(const StaticGraph& graph, const std::string& name) : g_(graph), b_(name) {}
+  Importer(const StaticGraph& graph, const std::string& name, const ImportOptions& options)
+      : g_(graph), b_(name), options_(options) {}
 
   StatusOr<ImportedNetwork> Run(const InputNormalization& normalization) {
     b_.SetNormalization(normalization);
     const ImageInput& in = g_.input();
-    if (!in.dynamic_size() && in.height == in.width) {
+    if (!in.dynamic_size() && in.height == in.width && !options_.any_size) {
       b_.SetFixedInputSide(static_cast<int>(in.height));
     }
+    if (options_.bgr_input) MOGSERVE_RETURN_IF_ERROR(CheckBgrReaders());
     // An NHWC input is the plan's input only through its Transpose (0, 3, 1, 2) (Map).
     if (!in.channels_last) tensor_[in.name] = b_.input();
     const Graph& graph = g_.graph();
@@ -105,6 +107,25 @@ class Importer {
   Status Refuse(int n, const std::string& why) const {
     const Node& node = NodeAt(n);
     return Unsupported(File() + ": node '" + node.name + "' (" + node.op_type + ") " + why);
+  }
+
+  // A B, G, R input is taken by reversing the kernels' input channels: only ungrouped
+  // convolutions may read it.
+  Status CheckBgrReaders() const {
+    const ImageInput& in = g_.input();
+    if (in.channels_last) {
+      return Unsupported(File() + ": a B, G, R input in [N, H, W, 3] layout is not handled");
+    }
+    for (int n : g_.live_nodes()) {
+      const Node& node = NodeAt(n);
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        if (node.inputs[i] != in.name) continue;
+        if (node.op_type != "Conv" || i != 0 || node.Int("group", 1) != 1) {
+          return Refuse(n, "reads the B, G, R input; only ungrouped convolutions may");
+        }
+      }
+    }
+    return Status::Ok();
   }
 
   // The producing live node of `value`, or -1 (the input, a constant).
@@ -356,6 +377,15 @@ class Importer {
     p.def.groups = static_cast<int>(groups);
     const std::string key = node.name + ".weight";
     weights_[key] = {w->shape, w->floats};
+    if (options_.bgr_input && node.inputs[0] == g_.input().name) {
+      // [O, 3, k, k]: input channel c of the file's B, G, R is the canvas's channel 2 − c.
+      std::vector<float>& v = weights_[key].values;
+      const int64_t plane = w->shape[2] * w->shape[3];
+      for (int64_t o = 0; o < w->shape[0]; ++o) {
+        float* row = v.data() + o * w->shape[1] * plane;
+        std::swap_ranges(row, row + plane, row + 2 * plane);
+      }
+    }
     std::string bias_key;
     if (bias != nullptr) {
       bias_key = node.name + ".bias";
@@ -552,6 +582,7 @@ class Importer {
 
   const StaticGraph& g_;
   NetworkBuilder b_;
+  const ImportOptions options_;
   HostTensorMap weights_;
   std::map<std::string, int> tensor_;
   std::map<std::string, PendingConv> pending_;
@@ -564,8 +595,9 @@ class Importer {
 }  // namespace
 
 StatusOr<ImportedNetwork> ImportNetwork(const StaticGraph& graph, const std::string& name,
-                                        const InputNormalization& normalization) {
-  return Importer(graph, name).Run(normalization);
+                                        const InputNormalization& normalization,
+                                        const ImportOptions& options) {
+  return Importer(graph, name, options).Run(normalization);
 }
 
 std::vector<float> GraphOutput(const OutputSource& source, std::span<const float> raw,

@@ -58,13 +58,26 @@ struct ImportedNetwork {
   std::vector<OutputSource> outputs;  // in the graph's output order
 };
 
+// What the family says of its input that the file does not.
+struct ImportOptions {
+  // The file takes B, G, R planes (OpenCV's families: blobFromImage without swapRB): the input
+  // channels of the convolutions that read the image are reversed, so the plan's RGB canvas
+  // feeds them. The image must be read by ungrouped convolutions only (refused otherwise).
+  bool bgr_input = false;
+  // A fixed input runs at other sizes too (OpenCV's FaceDetectorYN sets the input shape to the
+  // picture's): the network gets no fixed side.
+  bool any_size = false;
+};
+
 // Maps `graph` (inferred at any size: the network is the same at every size) onto a network named
 // `name`, with the input normalisation `normalization` (the family's; the file does not say).
-// A fixed square input becomes the network's fixed side. Errors: kUnsupported naming the node
-// and what the plan does not take (an operator that is read but not mapped, a rectangular kernel,
-// a Clip other than ReLU/ReLU6, an output that is not a chain of the form above).
+// A fixed square input becomes the network's fixed side (unless options.any_size). Errors:
+// kUnsupported naming the node and what the plan does not take (an operator that is read but not
+// mapped, a rectangular kernel, a Clip other than ReLU/ReLU6, an output that is not a chain of
+// the form above).
 StatusOr<ImportedNetwork> ImportNetwork(const StaticGraph& graph, const std::string& name,
-                                        const InputNormalization& normalization);
+                                        const InputNormalization& normalization,
+                                        const ImportOptions& options = {});
 
 // One image's graph output `source` rebuilt from its raw values (BatchOutputs::raw_of, or the
 // reference executor's): rows of `width` values, activation applied. raw_offsets: where each raw
