@@ -41,21 +41,25 @@ Status RunSsdVariant(const Variant& v, const EngineBenchOptions& options,
     return Internal("the caching allocator did not install");
   }
   const int max_batch = *std::max_element(options.batch_sizes.begin(), options.batch_sizes.end());
-  const int side = engine->info().fixed_side;
-  const auto canvases = NoiseCanvases(max_batch, side, side);
-  report.macs_per_image = static_cast<double>(engine->MacsPerImage(side, side));
+  // A fixed square (the SSD, BlazeFace, SCRFD), else --sizes (YuNet runs at any padded size).
+  const int fixed = engine->info().fixed_side;
+  const std::vector<int> sides = fixed > 0 ? std::vector<int>{fixed} : options.sizes;
   if (&v == &kDefaultVariant) report.engine = engine->info().Describe();
-  for (int batch : options.batch_sizes) {
-    EngineBenchRow row;
-    row.variant = v.name;
-    row.size = side;
-    row.precision = engine->info().precision;
-    row.batch = batch;
-    row.macs_per_image = report.macs_per_image;
-    MOGSERVE_RETURN_IF_ERROR(TimeRow(*engine, canvases, options, report.peak_gflops, row));
-    std::fprintf(stderr, "  %-34s batch %2d: %8.2f ms/batch  %7.2f ms/img  %6.1f GFLOP/s\n", v.name,
-                 batch, row.batch_latency.mean_ms, row.ms_per_image, row.gflops);
-    report.rows.push_back(row);
+  for (int side : sides) {
+    const auto canvases = NoiseCanvases(max_batch, side, side);
+    report.macs_per_image = static_cast<double>(engine->MacsPerImage(side, side));
+    for (int batch : options.batch_sizes) {
+      EngineBenchRow row;
+      row.variant = v.name;
+      row.size = side;
+      row.precision = engine->info().precision;
+      row.batch = batch;
+      row.macs_per_image = report.macs_per_image;
+      MOGSERVE_RETURN_IF_ERROR(TimeRow(*engine, canvases, options, report.peak_gflops, row));
+      std::fprintf(stderr, "  %-34s %4d batch %2d: %8.2f ms/batch  %7.2f ms/img  %6.1f GFLOP/s\n",
+                   v.name, side, batch, row.batch_latency.mean_ms, row.ms_per_image, row.gflops);
+      report.rows.push_back(row);
+    }
   }
   return Status::Ok();
 }

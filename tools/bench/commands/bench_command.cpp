@@ -82,10 +82,13 @@ StatusOr<bench::EngineBenchOptions> ToBenchOptions(const BenchFlags& flags) {
     ApplyRowFlags(flags, kMogFaceDefaults, options);
     MOGSERVE_RETURN_IF_ERROR(ApplyMogFaceFlags(flags, options));
   } else {
-    if (flags.sizes_option->count() > 0 || flags.reference) {
+    const bool onnx = options.model.spec->weights == model::ModelSpec::Weights::kOnnxFile;
+    if ((flags.sizes_option->count() > 0 && !onnx) || flags.reference) {
       return InvalidArgument(
-          "--sizes and --reference are for --model mogface (SSD takes a fixed 512x512 input)");
+          "--sizes is for --model mogface and ONNX files of any input size (the SSD takes a fixed "
+          "512x512 input); --reference is for --model mogface");
     }
+    options.sizes = flags.sizes_option->count() > 0 ? flags.sizes : std::vector<int>{640};
     ApplyRowFlags(flags, kSsdDefaults, options);
     // SSD: --precisions measures the default variant at each, in one run (default: --precision).
     options.precisions = {options.engine.precision};
@@ -132,7 +135,8 @@ void AddRowFlags(CLI::App& engine, BenchFlags& flags) {
 void AddMogFaceFlags(CLI::App& engine, BenchFlags& flags) {
   flags.sizes_option = engine
                            .add_option("--sizes", flags.sizes,
-                                       "MogFace: square input sides to measure, multiples of 32")
+                                       "Square input sides to measure, multiples of 32: MogFace, "
+                                       "and ONNX files of any input size (YuNet: 640 unless given)")
                            ->delimiter(',')
                            ->check(CLI::Range(32, 4096))
                            ->capture_default_str();
