@@ -98,6 +98,10 @@ struct RequestOptions {
                                          // WebSocket: stream)
   std::optional<int64_t> timeout_ms;     // > 0; may only shorten the server's deadline
   std::optional<std::string> format;     // json (default) or modelscope: {"scores":[],"boxes":[]}
+  // Each face with five points also as its aligned crop (the ArcFace template, as mogserve/
+  // align.h), crop_size x crop_size, a base64 JPEG in the face's "crop" (HTTP /v1/detect and the
+  // detection WebSocket, JSON format). A multiple of 112 or 128, at most 1024.
+  std::optional<int> crop_size;
 
   bool modelscope_format() const { return format && *format == "modelscope"; }
 };

@@ -230,6 +230,14 @@ const std::vector<Option>& Options() {
    .choices = "json, modelscope", .allowed = "json (default) or modelscope", .default_text = "json",
    .help = "modelscope: ModelScope's {\"scores\":[],\"boxes\":[]} (HTTP /v1/detect only)",
    .request = &R::format},
+  {.name = "crop_size", .group = Group::kRequest, .surfaces = kHttp, .type = Type::kInt,
+   .min = 112, .max = 1024, .allowed = "a multiple of 112 or of 128 from 112 to 1024",
+   // The sizes image::ArcFaceTemplate has a rule for (insightface's 112 and 128 templates).
+   .accepts = [](double v) { return std::fmod(v, 112) == 0 || std::fmod(v, 128) == 0; },
+   .default_text = "unset: no crops",
+   .help = "Also each face's aligned crop (its five points onto insightface's ArcFace template), "
+           "crop_size x crop_size, as a base64 JPEG in the face's \"crop\" (json format)",
+   .request = &R::crop_size},
   // The server (serve, bench serve, bench video): its address, key, limits and shutdown.
   {.name = "host", .flag = "--host", .group = Group::kServer, .surfaces = kCli,
    .type = Type::kText, .help = "Address to listen on (0.0.0.0: every interface)",
@@ -598,6 +606,7 @@ std::string ApplyRequestOption(std::string_view name, std::string_view text, Req
           } else {
             const std::optional<V> v = ParseNumber<V>(text);
             if (!v || !(*v >= o->min && *v <= o->max)) return bad;
+            if (o->accepts != nullptr && !o->accepts(static_cast<double>(*v))) return bad;
             r->*field = *v;
           }
           return "";

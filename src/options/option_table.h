@@ -78,6 +78,8 @@ struct Option {
   std::string_view choices;  // text with fixed values, "a, b, c" (requests check them)
   std::string_view unit;     // "milliseconds": "an integer number of milliseconds from 1 to ..."
   std::string_view allowed;  // what a request error says is allowed, when not the range
+  // Numbers: a rule beyond the range that a value must also meet (`allowed` says it); null: none.
+  bool (*accepts)(double value) = nullptr;
   std::string_view default_text;  // the default when it is not a plain value (the model's)
   std::string_view help;
   LibraryField library;

@@ -224,6 +224,35 @@ std::optional<HttpError> CheckDetectContentType(std::string_view content_type) {
   return Error(415, "unsupported_media_type", std::move(message));
 }
 
+std::optional<HttpError> CheckCropSize(const DetectParams& params) {
+  if (!params.crop_size) return std::nullopt;
+  if (params.modelscope_format()) {
+    return Error(422, "invalid_parameter",
+                 "crop_size: not with format=modelscope, whose answer has no place for crops");
+  }
+  return std::nullopt;  // the size: the option table's rule
+}
+
+std::string EncodeBase64(std::span<const uint8_t> bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const uint32_t v = uint32_t{bytes[i]} << 16 | uint32_t{bytes[i + 1]} << 8 | bytes[i + 2];
+    for (int shift = 18; shift >= 0; shift -= 6) out += kAlphabet[(v >> shift) & 63];
+  }
+  if (const size_t rest = bytes.size() - i; rest > 0) {
+    const uint32_t v = uint32_t{bytes[i]} << 16 | (rest == 2 ? uint32_t{bytes[i + 1]} << 8 : 0);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
 std::optional<HttpError> ParseDetectOptions(const std::multimap<std::string, std::string>& query,
                                             DetectParams* params, unsigned surface) {
   for (const auto& [name, value] : query) {
@@ -251,6 +280,7 @@ ParsedDetectRequest ParseDetectRequest(std::string_view content_type, std::strin
       error = ParseJsonBody(body, limits, r);
     }
   }
+  if (!error) error = CheckCropSize(r.params);  // from the query, a form field or a JSON member
   if (!error && r.images.empty()) {
     error =
         Error(400, "no_image", "the request carries no image; send " + std::string(kAcceptedTypes));

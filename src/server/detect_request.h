@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,5 +83,11 @@ std::optional<HttpError> ParseJsonLimited(std::string_view body, int max_depth,
 // Standard base64 (RFC 4648) with optional padding and ASCII whitespace; also accepts a
 // "data:<type>;base64," prefix. nullopt when a character is outside the alphabet.
 std::optional<std::vector<uint8_t>> DecodeBase64(std::string_view text);
+// Standard base64 with padding.
+std::string EncodeBase64(std::span<const uint8_t> bytes);
+
+// 422 invalid_parameter when crop_size is set with format=modelscope (the size itself is the
+// option table's to check).
+std::optional<HttpError> CheckCropSize(const DetectParams& params);
 
 }  // namespace mogserve::server

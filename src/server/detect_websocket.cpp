@@ -65,13 +65,17 @@ bool DetectWebSocket::OnMessage(std::string message, bool binary) {
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->in_flight += count;
   }
+  KeptPictures pictures = KeepForCrops(parsed.request.images, params);
+  const int crop_size = params.crop_size.value_or(0);
   pipeline::DetectCall call = MakeDetectCall(parsed.request.images, params, o.client);
   call.latest_only = o.latest_only;
   const bool modelscope = params.modelscope_format();
   pipeline::SubmitEach(
       *pipeline_, std::move(call),
-      [state = state_, seq, many, modelscope](size_t i, pipeline::RequestResult r) {
+      [state = state_, seq, many, modelscope, pictures = std::move(pictures), crop_size](
+          size_t i, pipeline::RequestResult r) {
         nlohmann::json body = ResultBody(r, modelscope);
+        if (pictures) AddCrops(r, (*pictures)[i], crop_size, body);
         if (r.outcome != scheduler::Outcome::kDone) body["status"] = HttpStatusOf(r).first;
         state->Answer(std::move(body), seq, static_cast<int>(i), many);
         state->Finished();

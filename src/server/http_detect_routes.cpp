@@ -43,18 +43,25 @@ std::variant<WebSocketQuery, HttpError> ParseWebSocketQuery(
 // POST /v1/detect's answer: one image → its result (or error) with its status; several → 200
 // with one entry per image, in order, each failed one carrying its own error (and "status", the
 // code it would have had alone).
+// With crop_size, each face with five points carries its aligned crop (`pictures`).
 HttpResponse DetectResponse(const DetectRequest& request,
-                            const std::vector<pipeline::RequestResult>& results) {
+                            const std::vector<pipeline::RequestResult>& results,
+                            const KeptPictures& pictures) {
   const bool modelscope = request.params.modelscope_format();
+  const auto body = [&](size_t i) {
+    nlohmann::json b = ResultBody(results[i], modelscope);
+    if (pictures) AddCrops(results[i], (*pictures)[i], *request.params.crop_size, b);
+    return b;
+  };
   if (!request.many) {
     const auto [status, code] = HttpStatusOf(results[0]);
-    HttpResponse r = JsonResponse(ResultBody(results[0], modelscope), status);
+    HttpResponse r = JsonResponse(body(0), status);
     if (status == 503) r.SetHeader("Retry-After", "1");
     return r;
   }
   nlohmann::json list = nlohmann::json::array();
   for (size_t i = 0; i < results.size(); ++i) {
-    nlohmann::json entry = ResultBody(results[i], modelscope);
+    nlohmann::json entry = body(i);
     entry["name"] = request.images[i].name;
     entry["status"] = HttpStatusOf(results[i]).first;
     list.push_back(std::move(entry));
@@ -70,6 +77,7 @@ void HttpServer::Detect(HttpRequest request, const http::Responder& respond) {
   ParsedDetectRequest parsed = ParseDetectRequest(
       request.Header("Content-Type"), std::move(request.body), request.query, options_.limits);
   if (parsed.error) return respond(RouteError(Route::Errors::kMogserve, *parsed.error));
+  KeptPictures pictures = KeepForCrops(parsed.request.images, parsed.request.params);
   pipeline::DetectCall call =
       MakeDetectCall(parsed.request.images, parsed.request.params, Client(request));
   // The images' bytes stay counted against the in-flight budget until the answer: requests
@@ -77,8 +85,9 @@ void HttpServer::Detect(HttpRequest request, const http::Responder& respond) {
   auto detect = std::make_shared<const DetectRequest>(std::move(parsed.request));
   auto lease = std::make_shared<http::BodyLease>(std::move(request.body_lease));
   pipeline::SubmitAll(*pipeline, std::move(call),
-                      [detect, respond, lease](std::vector<pipeline::RequestResult> results) {
-                        respond(DetectResponse(*detect, results));
+                      [detect, respond, lease, pictures = std::move(pictures)](
+                          std::vector<pipeline::RequestResult> results) {
+                        respond(DetectResponse(*detect, results, pictures));
                       });
 }
 

@@ -8,6 +8,8 @@
 
 #include "e2e_support.h"
 #include "image/decode.h"
+#include "serve_support.h"
+#include "server/detect_request.h"
 
 namespace mogserve::e2e {
 namespace {
@@ -220,6 +222,75 @@ TEST(LandmarksE2E, CropsWriteOneAlignedFaceEach) {
                                           "100", PhotoPath("grace_hopper.jpg").string()});
   EXPECT_EQ(size.exit_code, 2) << size.Describe();
   EXPECT_TRUE(Contains(size.err, "multiple of 112 or of 128")) << size.err;
+}
+
+// POST /v1/detect?crop_size=N: each face with five points carries "crop", a base64 JPEG of its
+// aligned crop — the crop `detect --crops` writes for the same photo (the same points and warp:
+// pixels within 2 levels, JPEG being re-encoded by each). Faces without points get none; a size
+// the template has no rule for is a 422 naming crop_size; crop_size=224 from a form field.
+TEST(LandmarksE2E, HttpAnswersCarryTheAlignedCropsDetectWrites) {
+  const TempDir dir;
+  const ProcessResult cli = RunMogserve({"detect", "--crops", dir.path().string(),
+                                         PhotoPath("grace_hopper.jpg").string()});
+  ASSERT_EQ(cli.exit_code, 0) << cli.Describe();
+  ServeProcess server;
+  ASSERT_TRUE(server.Start({"--plan-batch-sizes", "1"}));
+  ASSERT_TRUE(server.WaitReady());
+  auto client = server.NewClient();
+  const std::string& photo = PhotoBytes("grace_hopper.jpg");
+  auto res = client->Post("/v1/detect?crop_size=112", photo, "image/jpeg");
+  ASSERT_TRUE(res) << server.Log();
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json body = json::parse(res->body);
+  ASSERT_EQ(body.at("faces").size(), 1u) << res->body;
+  const json& face = body.at("faces")[0];
+  ASSERT_TRUE(face.contains("crop")) << res->body;
+  const auto jpeg = server::DecodeBase64(face.at("crop").get<std::string>());
+  ASSERT_TRUE(jpeg.has_value());
+  auto got = image::Decode(*jpeg);
+  auto want = image::Decode(ReadBytes(dir.path() / "grace_hopper_0.jpg"));
+  ASSERT_TRUE(got.ok() && want.ok());
+  ASSERT_EQ(got->image.width, 112);
+  ASSERT_EQ(got->image.height, 112);
+  ASSERT_EQ(want->image.width, 112);
+  int worst = 0;
+  for (int y = 0; y < 112; ++y) {
+    for (int x = 0; x < 112; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        worst = std::max(worst, std::abs(got->image.pixel(x, y)[c] - want->image.pixel(x, y)[c]));
+      }
+    }
+  }
+  EXPECT_LE(worst, 2) << "the HTTP crop is not the crop detect --crops writes";
+  // Without crop_size: no crops.
+  res = client->Post("/v1/detect", photo, "image/jpeg");
+  ASSERT_TRUE(res);
+  EXPECT_FALSE(json::parse(res->body).at("faces")[0].contains("crop")) << res->body;
+  // From a multipart form field, at 224.
+  httplib::MultipartFormDataItems form = {{"image", photo, "grace_hopper.jpg", "image/jpeg"},
+                                          {"crop_size", "224", "", ""}};
+  res = client->Post("/v1/detect", form);
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const auto big = server::DecodeBase64(
+      json::parse(res->body).at("faces")[0].at("crop").get<std::string>());
+  ASSERT_TRUE(big.has_value());
+  auto big_image = image::Decode(*big);
+  ASSERT_TRUE(big_image.ok());
+  EXPECT_EQ(big_image->image.width, 224);
+  // Sizes the template has no rule for, and out of range.
+  for (const char* bad : {"100", "4096"}) {
+    res = client->Post(std::string("/v1/detect?crop_size=") + bad, photo, "image/jpeg");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 422) << res->body;
+    EXPECT_EQ(CheckError(res->body, "invalid_parameter", {"crop_size"}), "") << res->body;
+  }
+  res = client->Post("/v1/detect?crop_size=112&format=modelscope", photo, "image/jpeg");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 422) << res->body;
+  EXPECT_EQ(CheckError(res->body, "invalid_parameter", {"crop_size", "modelscope"}), "")
+      << res->body;
+  EXPECT_EQ(server.Stop().exit_code, 0);
 }
 
 }  // namespace

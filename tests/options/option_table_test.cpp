@@ -28,7 +28,9 @@ namespace {
 double InRange(const Option& o) {
   if (!HasRange(o)) return 7;
   const double mid = o.min + (o.max - o.min) / 2;
-  return o.type == Type::kReal ? mid : std::floor(mid);
+  double v = o.type == Type::kReal ? mid : std::floor(mid);
+  while (o.accepts != nullptr && !o.accepts(v) && v < o.max) ++v;  // the first it takes
+  return v;
 }
 
 // A field as a double (optional: NaN when unset; lists: the first element; text: NaN).
@@ -305,6 +307,14 @@ TEST(OptionTable, EveryRequestOptionIsAcceptedRefusedAndUnknownWhereTheTableSays
       EXPECT_EQ(refused.query->status, 422);
       EXPECT_EQ(refused.query->message.rfind(std::string(o.name) + ": '" + bad + "'", 0), 0u)
           << refused.query->message;
+    }
+    if (o.accepts != nullptr && http) {  // in range, against the rule: refused, the rule said
+      double v = o.min;
+      while (o.accepts(v)) ++v;
+      const Parsed against = ParseEverywhere(std::string(o.name), Text(o, v));
+      ASSERT_TRUE(against.query.has_value()) << v;
+      EXPECT_NE(against.query->message.find(std::string(o.allowed)), std::string::npos)
+          << against.query->message;
     }
   }
 }

@@ -47,6 +47,42 @@ TEST(DecodeBase64Test, DecodesPaddedUnpaddedWhitespaceAndDataUrls) {
   EXPECT_FALSE(DecodeBase64("data:image/png,aGk=").has_value());  // not base64
 }
 
+TEST(EncodeBase64Test, PadsAndRoundTripsEveryByte) {
+  EXPECT_EQ(EncodeBase64(ImageBytes("hello")), "aGVsbG8=");
+  EXPECT_EQ(EncodeBase64(ImageBytes("hi")), "aGk=");
+  EXPECT_EQ(EncodeBase64(ImageBytes("abc")), "YWJj");
+  EXPECT_EQ(EncodeBase64(ImageBytes(std::string("\xff\xe0", 2))), "/+A=");
+  EXPECT_EQ(EncodeBase64(ImageBytes("")), "");
+  for (size_t n = 0; n < 7; ++n) {
+    std::vector<uint8_t> all(256 + n);
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint8_t>(i * 7 + n);
+    EXPECT_EQ(DecodeBase64(EncodeBase64(all)), all) << n;
+  }
+}
+
+TEST(ParseDetectRequestTest, CropSizeMustHaveATemplateRuleAndTheJsonFormat) {
+  for (const char* ok : {"112", "224", "128", "256"}) {
+    EXPECT_FALSE(Parse("image/jpeg", "J", {{"crop_size", ok}}).error.has_value()) << ok;
+  }
+  for (const char* bad : {"100", "111", "2000", "x"}) {
+    const auto r = Parse("image/jpeg", "J", {{"crop_size", bad}});
+    ASSERT_TRUE(r.error.has_value()) << bad;
+    EXPECT_EQ(r.error->status, 422) << bad;
+    EXPECT_NE(r.error->message.find("crop_size"), std::string::npos) << r.error->message;
+  }
+  const auto form = Parse("multipart/form-data; boundary=b",
+                          "--b\r\nContent-Disposition: form-data; name=\"crop_size\"\r\n\r\n"
+                          "120\r\n--b\r\nContent-Disposition: form-data; name=\"image\"\r\n\r\n"
+                          "J\r\n--b--\r\n");
+  ASSERT_TRUE(form.error.has_value());  // 120: neither a multiple of 112 nor of 128
+  EXPECT_NE(form.error->message.find("multiple of 112 or of 128"), std::string::npos)
+      << form.error->message;
+  const auto modelscope =
+      Parse("image/jpeg", "J", {{"crop_size", "112"}, {"format", "modelscope"}});
+  ASSERT_TRUE(modelscope.error.has_value());
+  EXPECT_NE(modelscope.error->message.find("modelscope"), std::string::npos);
+}
+
 TEST(ParseDetectRequestTest, RawImageBodyWithQueryOptions) {
   const auto r = Parse("image/jpeg", "JPEGBYTES",
                        {{"score_threshold", "0.25"},

@@ -288,12 +288,17 @@ std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& r) {
   const unsigned data = kInJson | kInCsv;
   const unsigned ssd_md = mogface ? data : kEverywhere;
   const unsigned mogface_md = mogface ? kEverywhere : data;
+  // Sizes and costs show where the rows have several (MogFace; an ONNX file at --sizes).
+  const bool sized = mogface || std::any_of(r.rows.begin(), r.rows.end(), [&](const auto& row) {
+                       return row.size != r.rows.front().size;
+                     });
+  const unsigned sized_md = sized ? kEverywhere : data;
   t.AddColumn({"variant", "", 0, 1, "", false, ssd_md})
-      .AddColumn({"size", "", 0, 1, "", false, mogface_md})
+      .AddColumn({"size", "", 0, 1, "", false, sized_md})
       .AddColumn({"precision"})
       .AddColumn({"batch"});
   AddLatencyColumns(t, "", mogface ? 0u : unsigned{kInMarkdown});
-  t.AddColumn({"macs_per_image", "GMAC/image", 1, 1e-9, "", false, mogface_md})
+  t.AddColumn({"macs_per_image", "GMAC/image", 1, 1e-9, "", false, sized_md})
       .AddColumn({"ms_per_image", "ms/image", mogface ? 1 : 2})
       .AddColumn({"images_per_s", "images/s", mogface ? 2 : 1})
       .AddColumn({"gflops", "GFLOP/s"})
