@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "image/decode.h"
 #include "serve_support.h"
+#include "server/detect_request.h"
 #include "support/raw_http.h"
 #include "support/ws_client.h"
 
@@ -54,6 +56,34 @@ TEST_F(ServeWebSocketTest, EachPictureMessageGetsItsFacesWithItsSequenceNumber) 
   EXPECT_EQ(CheckError(answers[4].dump(), "unsupported_image_format", {}), "");
   EXPECT_EQ(answers[5].value("status", 0), 400) << answers[5].dump();
   EXPECT_EQ(CheckError(answers[5].dump(), "bad_request", {"base64 string"}), "");
+}
+
+// crop_size in the socket's URL (every picture) or in one JSON message: each face's aligned
+// crop of that size, a base64 JPEG.
+TEST_F(ServeWebSocketTest, CropSizeGivesEachFaceItsAlignedCrop) {
+  const auto crop_side = [](const json& answer) {
+    const json& faces = answer.at("faces");
+    if (faces.empty() || !faces[0].contains("crop")) return 0;
+    const auto jpeg = server::DecodeBase64(faces[0].at("crop").get<std::string>());
+    if (!jpeg) return -1;
+    const auto decoded = image::Decode(*jpeg);
+    return decoded.ok() && decoded->image.width == decoded->image.height ? decoded->image.width
+                                                                          : -1;
+  };
+  WsClient ws(server_->port(), "/v1/detect/ws?crop_size=112", "k");
+  ASSERT_EQ(ws.handshake_status(), 101);
+  ASSERT_TRUE(ws.SendBinary(PhotoBytes("grace_hopper.jpg")));
+  const json a = ws.Read();
+  EXPECT_EQ(crop_side(a), 112) << a.dump().substr(0, 300);
+  WsClient plain(server_->port(), "/v1/detect/ws", "k");
+  ASSERT_EQ(plain.handshake_status(), 101);
+  ASSERT_TRUE(plain.SendText(
+      json({{"image", Base64(PhotoBytes("grace_hopper.jpg"))}, {"crop_size", 128}}).dump()));
+  const json b = plain.Read();
+  EXPECT_EQ(crop_side(b), 128) << b.dump().substr(0, 300);
+  ASSERT_TRUE(plain.SendBinary(PhotoBytes("grace_hopper.jpg")));
+  const json c = plain.Read();
+  EXPECT_EQ(crop_side(c), 0) << "a picture without crop_size got a crop";
 }
 
 TEST_F(ServeWebSocketTest, LatestOnlyAnswersEveryFrameDoneOrSuperseded) {

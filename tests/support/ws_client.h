@@ -111,11 +111,39 @@ class WsClient {
       frame += static_cast<char>(payload[i] ^ mask[i % 4]);
     return connection_.Send(frame);
   }
-  // One whole frame (the server does not fragment): opcode and payload.
+  // One whole message, or one control frame: opcode and payload. A data message the server
+  // fragments (Beast splits long messages into continuation frames) is joined here; pings
+  // between its fragments are answered.
   std::optional<std::pair<int, std::string>> ReadFrame(std::chrono::milliseconds timeout) {
+    auto first = ReadRawFrame(timeout);
+    if (!first || first->fin || first->opcode >= 0x8) {
+      if (!first) return std::nullopt;
+      return std::make_pair(first->opcode, std::move(first->payload));
+    }
+    std::string message = std::move(first->payload);
+    for (;;) {
+      auto next = ReadRawFrame(timeout);
+      if (!next) return std::nullopt;
+      if (next->opcode == 0x9) {
+        if (!SendFrame(0xA, next->payload)) return std::nullopt;
+        continue;
+      }
+      if (next->opcode >= 0x8) return std::make_pair(next->opcode, std::move(next->payload));
+      message += next->payload;
+      if (next->fin) return std::make_pair(first->opcode, std::move(message));
+    }
+  }
+  struct RawFrame {
+    bool fin = true;
+    int opcode = 0;
+    std::string payload;
+  };
+  std::optional<RawFrame> ReadRawFrame(std::chrono::milliseconds timeout) {
     auto head = connection_.ReadExactly(2, timeout);
     if (!head) return std::nullopt;
-    const int opcode = static_cast<uint8_t>((*head)[0]) & 0x0F;
+    RawFrame f;
+    f.fin = (static_cast<uint8_t>((*head)[0]) & 0x80) != 0;
+    f.opcode = static_cast<uint8_t>((*head)[0]) & 0x0F;
     uint64_t n = static_cast<uint8_t>((*head)[1]) & 0x7F;
     const int extra = n == 126 ? 2 : n == 127 ? 8 : 0;
     if (extra > 0) {
@@ -126,7 +154,8 @@ class WsClient {
     }
     auto payload = connection_.ReadExactly(n, timeout);
     if (!payload) return std::nullopt;
-    return std::make_pair(opcode, std::move(*payload));
+    f.payload = std::move(*payload);
+    return f;
   }
 
   RawConnection connection_;
