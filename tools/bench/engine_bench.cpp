@@ -298,7 +298,7 @@ std::vector<ResultTable> EngineBenchTables(const EngineBenchReport& r) {
       .AddColumn({"precision"})
       .AddColumn({"batch"});
   AddLatencyColumns(t, "", mogface ? 0u : unsigned{kInMarkdown});
-  t.AddColumn({"macs_per_image", "GMAC/image", 1, 1e-9, "", false, sized_md})
+  t.AddColumn({"macs_per_image", "GMAC/image", 2, 1e-9, "", false, sized_md})
       .AddColumn({"ms_per_image", "ms/image", mogface ? 1 : 2})
       .AddColumn({"images_per_s", "images/s", mogface ? 2 : 1})
       .AddColumn({"gflops", "GFLOP/s"})
