@@ -96,6 +96,7 @@ std::variant<api::LoadedEngines, int> CheckAndLoadEngines(const DetectorOptions&
 struct EngineInstances {
   std::vector<std::unique_ptr<engine::Engine>> owned;
   std::vector<engine::Engine*> all;  // owned, as raw pointers; all[0] is the first
+  std::shared_ptr<const pipeline::FaceStage> face_stage;  // --landmarks' stage (null: none)
 };
 std::variant<EngineInstances, int> CreateEngineInstances(const DetectorOptions& flags,
                                                          int instances);

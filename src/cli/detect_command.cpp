@@ -169,9 +169,11 @@ int RunTta(const DetectFlags& flags, const std::vector<InputFile>& inputs,
            const std::function<void(const std::string&, StatusOr<DetectResult>)>& on_result) {
   auto created = CreateEngineInstances(flags.options, 1);
   if (const int* code = std::get_if<int>(&created)) return *code;
-  engine::Engine& engine = *std::get<EngineInstances>(created).all.front();
+  const EngineInstances& instances = std::get<EngineInstances>(created);
+  engine::Engine& engine = *instances.all.front();
   if (engine.info().fixed_side > 0) {
-    std::cerr << "error: --tta needs --model mogface (the SSD takes one fixed input size)\n";
+    std::cerr << "error: --tta needs a model that takes any input size (mogface, an ONNX YuNet); "
+              << engine.info().model << " takes one fixed square\n";
     return kExitUsage;
   }
   const DetectOptions detect =
@@ -180,8 +182,9 @@ int RunTta(const DetectFlags& flags, const std::vector<InputFile>& inputs,
   decode.max_pixels = flags.options.max_pixels;
   const pipeline::TtaOptions tta = ToTtaOptions(flags, detect);
   for (const InputFile& in : inputs) {
-    const pipeline::SourceResult r = pipeline::DetectSourceWithTta(
-        engine, *engine.model(), {in.path, in.path, {}}, decode, tta, detect.score_threshold);
+    const pipeline::SourceResult r =
+        pipeline::DetectSourceWithTta(engine, *engine.model(), {in.path, in.path, {}}, decode, tta,
+                                      detect.score_threshold, instances.face_stage.get());
     if (r.status.ok()) {
       on_result(r.id, r.result);
     } else {
@@ -269,11 +272,9 @@ Status CheckCrops(const DetectFlags& flags) {
   const auto choice = api::ParseLandmarks(l);
   // An unknown model or --landmarks is refused when the detector is built, naming the option.
   if (!spec.ok() || !choice.ok()) return Status::Ok();
-  if (!flags.tta.empty() || !api::GivesLandmarks(*choice, **spec)) {
-    return InvalidArgument("--crops: aligned crops need five landmarks a face, which " +
-                           std::string(!flags.tta.empty() ? "--tta does not give"
-                                                          : "--landmarks " + l + " turns off") +
-                           "; use --landmarks auto (the default) or 68");
+  if (!api::GivesLandmarks(*choice, **spec)) {
+    return InvalidArgument("--crops: aligned crops need five landmarks a face, which --landmarks " +
+                           l + " turns off; use --landmarks auto (the default) or 68");
   }
   return Status::Ok();
 }

@@ -69,6 +69,7 @@ std::variant<EngineInstances, int> CreateEngineInstances(const DetectorOptions& 
   EngineInstances out;
   out.owned = std::move(engines.owned);
   out.all = std::move(engines.engines);
+  out.face_stage = std::move(engines.face_stage);
   return out;
 }
 

@@ -138,6 +138,14 @@ Detection ToOriginalFrame(Detection face, const Run& run, int width, const TtaOp
     const float x1 = last - face.x2;
     face.x2 = last - face.x1;
     face.x1 = x1;
+    // Points by the same rule, and the picture's left and right trade places: the mirrored
+    // picture's left eye is the original's right eye.
+    for (Point& p : face.landmarks) p.x = last - p.x;
+    if (face.landmarks.size() == static_cast<size_t>(kNumLandmarks)) {
+      std::swap(face.landmarks[kLeftEye], face.landmarks[kRightEye]);
+      std::swap(face.landmarks[kLeftMouth], face.landmarks[kRightMouth]);
+    }
+    face.landmarks68.clear();  // the 68-point order has no such simple swap
   }
   return face;
 }
@@ -212,6 +220,7 @@ double RoundHalfEven(float v) {
 
 struct VoteBox {
   double x1, y1, x2, y2, score;
+  std::vector<Point> landmarks;  // as decoded (not rounded)
   double area() const { return std::max(x2 - x1, 0.0) * std::max(y2 - y1, 0.0); }
 };
 
@@ -226,13 +235,15 @@ double VoteOverlap(const VoteBox& top, double top_area, const VoteBox& other) {
 }
 
 Detection ToDetection(const VoteBox& box) {
-  return {static_cast<float>(box.x1), static_cast<float>(box.y1), static_cast<float>(box.x2),
-          static_cast<float>(box.y2), static_cast<float>(box.score)};
+  Detection d{static_cast<float>(box.x1), static_cast<float>(box.y1), static_cast<float>(box.x2),
+              static_cast<float>(box.y2), static_cast<float>(box.score)};
+  d.landmarks = box.landmarks;
+  return d;
 }
 
 // The score-weighted mean of a group; group[0] holds the highest score.
 Detection MergeGroup(const std::vector<VoteBox>& group) {
-  VoteBox sum{0, 0, 0, 0, 0};
+  VoteBox sum{0, 0, 0, 0, 0, {}};
   for (const VoteBox& box : group) {
     sum.x1 += box.x1 * box.score;
     sum.y1 += box.y1 * box.score;
@@ -242,8 +253,25 @@ Detection MergeGroup(const std::vector<VoteBox>& group) {
   }
   // All-zero scores would make the original divide 0 by 0; the best box is the sane answer.
   if (!(sum.score > 0)) return ToDetection(group[0]);
+  // Points by the same weights, over the members that have as many as the best box.
+  std::vector<Point> points = group[0].landmarks;
+  if (!points.empty()) {
+    std::vector<double> x(points.size(), 0.0), y(points.size(), 0.0);
+    double weight = 0;
+    for (const VoteBox& box : group) {
+      if (box.landmarks.size() != points.size()) continue;
+      for (size_t k = 0; k < points.size(); ++k) {
+        x[k] += box.landmarks[k].x * box.score;
+        y[k] += box.landmarks[k].y * box.score;
+      }
+      weight += box.score;
+    }
+    for (size_t k = 0; k < points.size() && weight > 0; ++k) {
+      points[k] = {static_cast<float>(x[k] / weight), static_cast<float>(y[k] / weight)};
+    }
+  }
   return ToDetection({sum.x1 / sum.score, sum.y1 / sum.score, sum.x2 / sum.score,
-                      sum.y2 / sum.score, group[0].score});
+                      sum.y2 / sum.score, group[0].score, std::move(points)});
 }
 
 }  // namespace
@@ -295,7 +323,7 @@ std::vector<Detection> BoxVote(std::vector<Detection> pooled, float vote_iou, in
   rest.reserve(pooled.size());
   for (const Detection& d : pooled) {
     rest.push_back({RoundHalfEven(d.x1), RoundHalfEven(d.y1), RoundHalfEven(d.x2),
-                    RoundHalfEven(d.y2), d.score});
+                    RoundHalfEven(d.y2), d.score, d.landmarks});
   }
 
   std::vector<Detection> voted;
@@ -325,7 +353,7 @@ StatusOr<std::vector<Detection>> DetectWithTta(engine::Engine& engine,
                                                TtaStats* stats) {
   if (picture.empty()) return InvalidArgument("TTA needs a non-empty picture");
   if (engine.info().fixed_side > 0) {
-    return FailedPrecondition("TTA needs a model that takes any input size (MogFace); " +
+    return FailedPrecondition("TTA needs a model that takes any input size (MogFace, YuNet); " +
                               engine.info().model + " takes a fixed square");
   }
   MOGSERVE_RETURN_IF_ERROR(ValidateOptions(options));
@@ -371,7 +399,8 @@ TtaOptions TtaOptions::Named(std::string_view preset) {
 SourceResult DetectSourceWithTta(engine::Engine& engine, const model::OutputDecoder& decoder,
                                  const ImageSource& source,
                                  const image::DecodeOptions& decode_options,
-                                 const TtaOptions& options, float score_threshold) {
+                                 const TtaOptions& options, float score_threshold,
+                                 const FaceStage* face_stage) {
   SourceResult r;
   r.id = source.id;
   const auto start = SteadyClock::now();
@@ -396,6 +425,16 @@ SourceResult DetectSourceWithTta(engine::Engine& engine, const model::OutputDeco
   }
   for (const Detection& d : *faces) {
     if (d.score > score_threshold) r.result.faces.push_back(d);
+  }
+  if (face_stage != nullptr && !r.result.faces.empty()) {
+    // The stage reads the faces from the picture itself: a canvas that is the whole picture.
+    const auto post_start = SteadyClock::now();
+    const image::Image& picture = decoded->image;
+    const image::Letterbox whole = image::PlaceLetterbox(
+        decoded->width, decoded->height, picture.width, picture.height, picture.width,
+        picture.height);
+    r.status = face_stage->Apply(picture.data, whole, r.result.faces);
+    r.result.timing.postprocess_ms = MillisecondsSince(post_start);
   }
   return r;
 }

@@ -15,6 +15,7 @@
 #include "image/image.h"
 #include "mogserve/result.h"
 #include "mogserve/status.h"
+#include "pipeline/face_stage.h"
 #include "pipeline/offline_detector.h"
 
 namespace mogserve::pipeline {
@@ -119,10 +120,12 @@ StatusOr<std::vector<Detection>> DetectWithTta(engine::Engine& engine,
 
 // `detect --tta` and `eval --tta`: one source read from its path and decoded at full size, run
 // through DetectWithTta, with decode and TTA times; the passes keep every face above 0.01 for
-// voting, and `score_threshold` applies to the voted result.
+// voting, and `score_threshold` applies to the voted result. `face_stage` (optional: the
+// 68-point landmark net) then runs on the voted faces, reading them from the whole picture.
 SourceResult DetectSourceWithTta(engine::Engine& engine, const model::OutputDecoder& decoder,
                                  const ImageSource& source,
                                  const image::DecodeOptions& decode_options,
-                                 const TtaOptions& options, float score_threshold);
+                                 const TtaOptions& options, float score_threshold,
+                                 const FaceStage* face_stage = nullptr);
 
 }  // namespace mogserve::pipeline

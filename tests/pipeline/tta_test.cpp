@@ -348,10 +348,18 @@ class FakeEngine : public engine::Engine, public model::OutputDecoder {
         f.x2 = width - 1 - f.x1 + mirrored_shift_px;
         f.x1 = x1;
         f.score += mirrored_score_bonus;
+        // In the mirrored picture the face's left eye is on the picture's right: the network
+        // reports the points mirrored with left and right traded.
+        for (Point& p : f.landmarks) p.x = width - 1 - p.x + mirrored_shift_px;
+        if (f.landmarks.size() == 5) {
+          std::swap(f.landmarks[0], f.landmarks[1]);
+          std::swap(f.landmarks[3], f.landmarks[4]);
+        }
       }
       // The network finds the face's inclusive corners in canvas pixels: x1/t and (x2+1)/t - 1;
       // the engine multiplies every coordinate by t.
-      out.push_back({f.x1, f.y1, ((f.x2 + 1) / tx - 1) * tx, ((f.y2 + 1) / ty - 1) * ty, f.score});
+      out.push_back({f.x1, f.y1, ((f.x2 + 1) / tx - 1) * tx, ((f.y2 + 1) / ty - 1) * ty, f.score,
+                     f.landmarks});
     }
     return out;
   }
@@ -445,6 +453,29 @@ TEST(DetectWithTtaTest, UnflipsBandsAndVotesTheFacesTogether) {
 
 // Both band ends are strict, as in the original: area exactly 2000 is not "> 2000", exactly 9000
 // not "< 9000". Checked at scales whose factors are exact in binary (0.5, 0.25, 2).
+// A model's own points: un-mirrored by the boxes' rule with left and right traded back, then
+// voted with the boxes' weights. Here the mirrored pass sees them 2 px to the right and scores
+// 0.9 against 0.8, so each voted point is the original's + 2 · 0.9 / 1.7 in x.
+TEST(DetectWithTtaTest, LandmarksAreUnmirroredTradedBackAndVoted) {
+  FakeEngine engine;
+  Detection face = kBigFace;
+  face.landmarks = {{150, 100}, {250, 104}, {200, 150}, {160, 200}, {240, 196}};
+  engine.faces = {face};
+  engine.mirrored_shift_px = -2;  // un-mirrored: 2 px to the right
+  engine.mirrored_score_bonus = 0.1f;
+  auto result = DetectWithTta(engine, engine, TwoColourPicture(320, 240), kWidth, kHeight,
+                              TtaOptions::FlipOnly());
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_EQ(result->size(), 1u);
+  const Detection& voted = (*result)[0];
+  ASSERT_EQ(voted.landmarks.size(), 5u);
+  const double dx = 2.0 * 0.9 / 1.7;
+  for (size_t k = 0; k < 5; ++k) {
+    EXPECT_NEAR(voted.landmarks[k].x, face.landmarks[k].x + dx, 1e-3) << k;
+    EXPECT_NEAR(voted.landmarks[k].y, face.landmarks[k].y, 1e-3) << k;
+  }
+}
+
 TEST(DetectWithTtaTest, AreaBandsAreStrict) {
   FakeEngine engine;
   engine.faces = {{10, 10, 50, 60, 0.5f}, {200, 200, 290, 300, 0.5f}};  // 40·50, 90·100
