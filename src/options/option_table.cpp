@@ -59,8 +59,9 @@ const std::vector<Option>& Options() {
    .surfaces = kStartup, .type = Type::kText,
    .choices = "auto, scrfd, retinaface, yunet, ultraface, blazeface",
    .help = "An ONNX model's family: auto (from its outputs' names and shapes) or one of them; "
-           "decoded from a file so far: scrfd (insightface SCRFD, five landmarks) and yunet "
-           "(OpenCV's YuNet, five landmarks, each picture at its own size)",
+           "decoded from a file so far: scrfd (insightface SCRFD, five landmarks), retinaface "
+           "(insightface's RetinaFace files, decoded as its retinaface.py does: as scrfd) and "
+           "yunet (OpenCV's YuNet, five landmarks, each picture at its own size)",
    .library = &D::model_family},
   {.name = "precision", .flag = "--precision", .group = Group::kModel, .surfaces = kStartup,
    .type = Type::kText, .choices = "fp32, bf16, int8, auto (cpu); fp32, tf32, fp16, bf16, auto (cuda)",

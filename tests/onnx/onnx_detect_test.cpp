@@ -94,18 +94,21 @@ void ExpectSameFaces(const json& ref, const json& got) {
   }
 }
 
-// The family's reference script and `mogserve detect` on one photo, both at `threshold`.
+// The family's reference script and `mogserve detect` (with `extra` arguments) on one photo,
+// both at `threshold`.
 void ExpectReferenceFaces(const std::string& script, const std::string& file,
-                          const std::string& photo, const std::string& threshold) {
+                          const std::string& photo, const std::string& threshold,
+                          const std::vector<std::string>& extra = {}) {
   SCOPED_TRACE(file + " on " + photo);
   const ProcessResult ref = RunProcess(
       "/usr/bin/python3", {MOGSERVE_SOURCE_DIR "/tests/reference/" + script,
                            (kModels / file).string(), photo, "--modules",
                            MOGSERVE_SOURCE_DIR "/node_modules", "--thresh", threshold});
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
-  const ProcessResult got =
-      RunMogserve({"detect", "--model", (kModels / file).string(), "--max-faces", "10000",
-                   "--score-threshold", threshold, photo});
+  std::vector<std::string> args = {"detect", "--model", (kModels / file).string(), "--max-faces",
+                                   "10000", "--score-threshold", threshold, photo};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const ProcessResult got = RunMogserve(args);
   ASSERT_EQ(got.exit_code, 0) << got.err;
   ExpectSameFaces(ParseJsonLines(ref.out).at(0), ParseJsonLines(got.out).at(0));
 }
@@ -117,6 +120,10 @@ TEST(OnnxDetect, ScrfdFacesMatchInsightFacesOwnPath) {
       ExpectReferenceFaces("scrfd_ref.py", file, PhotoPath(photo).string(), "0.3");
     }
   }
+  // insightface's RetinaFace files have SCRFD's outputs without the batch axis, and its
+  // model_zoo/retinaface.py detects exactly as scrfd.py: the same path, named retinaface.
+  ExpectReferenceFaces("scrfd_ref.py", "scrfd_opset13_2d.onnx", PhotoPath("coffee.png").string(),
+                       "0.3", {"--model-family", "retinaface"});
 }
 
 // tests/reference/yunet_ref.py is OpenCV's FaceDetectorYN (face_detect.cpp) and NMSBoxes written
@@ -203,9 +210,15 @@ TEST(OnnxDetect, FilesAndFamiliesThatDoNotDecodeAreRefused) {
     std::string message;
   } cases[] = {
       {{"--model", (kModels / "retinaface_opset11.onnx").string()}, 3,
-       "a retinaface model; its decoder is not built yet (decoders from a file: scrfd, yunet"},
+       "a retinaface (Pytorch_Retinaface's loc, conf, landms layout) model; its decoder is not "
+       "built yet (decoders from a file: scrfd, yunet, insightface's retinaface"},
       {{"--model", (kModels / "yunet_opset11.onnx").string(), "--model-family", "scrfd"}, 2,
        "its outputs are not SCRFD's"},
+      {{"--model", (kModels / "yunet_opset11.onnx").string(), "--model-family", "retinaface"},
+       2, "its outputs are not insightface RetinaFace's"},
+      {{"--model", (kModels / "retinaface_opset11.onnx").string(), "--model-family",
+        "retinaface"},
+       3, "a retinaface (Pytorch_Retinaface's loc, conf, landms layout) model; its decoder is not"},
       {{"--model", (kModels / "scrfd_opset11.onnx").string(), "--model-family", "yunet"}, 2,
        "its outputs are not YuNet's"},
       {{"--model", (kModels / "unsupported_erf.onnx").string()}, 3,

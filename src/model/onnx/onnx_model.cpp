@@ -13,9 +13,10 @@ namespace {
 constexpr int kInsightFaceSide = 640;
 
 // `sg`: the file made static at its own size (insightface's 640² when dynamic); `match`: its
-// outputs' family.
+// outputs' family. `name`: scrfd, or retinaface for insightface's RetinaFace files, whose
+// model_zoo/retinaface.py pre-processes, decodes and suppresses exactly as scrfd.py does.
 StatusOr<std::unique_ptr<FaceModel>> LoadScrfd(const StaticGraph& sg, const FamilyMatch& match,
-                                               const std::string& path) {
+                                               const std::string& path, const std::string& name) {
   if (sg.height() != sg.width()) {
     return Unsupported(path + ": a fixed " + std::to_string(sg.width()) + "x" +
                        std::to_string(sg.height()) +
@@ -23,7 +24,9 @@ StatusOr<std::unique_ptr<FaceModel>> LoadScrfd(const StaticGraph& sg, const Fami
   }
   const int side = static_cast<int>(sg.height());
   if (match.family != Family::kScrfd) {
-    return InvalidArgument(path + ": its outputs are not SCRFD's (" + match.reason + ")");
+    return InvalidArgument(path + ": its outputs are not " +
+                           (name == "scrfd" ? "SCRFD's" : "insightface RetinaFace's") + " (" +
+                           match.reason + ")");
   }
   InputNormalization normalization;  // scrfd.py: blobFromImage(1 / 128, mean 127.5, swapRB)
   for (int c = 0; c < 3; ++c) {
@@ -51,7 +54,7 @@ StatusOr<std::unique_ptr<FaceModel>> LoadScrfd(const StaticGraph& sg, const Fami
   MOGSERVE_ASSIGN_OR_RETURN(PreparedWeights weights,
                             PrepareWeights(*imported.network, imported.weights, path));
   return std::unique_ptr<FaceModel>(
-      new ScrfdModel(std::move(imported), std::move(weights), std::move(config)));
+      new ScrfdModel(std::move(imported), std::move(weights), std::move(config), name));
 }
 
 // OpenCV's YuNet: `sg` made static at the file's size (640² when dynamic); the plan runs it at
@@ -109,13 +112,15 @@ StatusOr<std::unique_ptr<FaceModel>> LoadOnnxDetector(const std::string& path,
   MOGSERVE_ASSIGN_OR_RETURN(Graph graph, ReadModel(path));
   auto shared = std::make_shared<const Graph>(std::move(graph));
   MOGSERVE_ASSIGN_OR_RETURN(const ImageInput input, FindImageInput(*shared));
-  const auto not_built = [&](Family f) {
-    return Unsupported(path + ": a " + FamilyName(f) +
+  const auto not_built = [&](const std::string& what) {
+    return Unsupported(path + ": a " + what +
                        " model; its decoder is not built yet (decoders from a file: scrfd, "
-                       "yunet; BlazeFace: --model blazeface)");
+                       "yunet, insightface's retinaface; BlazeFace: --model blazeface)");
   };
-  const auto built = [](Family f) { return f == Family::kScrfd || f == Family::kYuNet; };
-  if (chosen && !built(*chosen)) return not_built(*chosen);
+  const auto built = [](Family f) {
+    return f == Family::kScrfd || f == Family::kYuNet || f == Family::kRetinaFace;
+  };
+  if (chosen && !built(*chosen)) return not_built(FamilyName(*chosen));
   // Made static once, at the size the file says (insightface's 640 when dynamic): the family
   // is read from it and the network imported from it.
   const int64_t h = input.dynamic_size() ? kInsightFaceSide : input.height;
@@ -127,14 +132,27 @@ StatusOr<std::unique_ptr<FaceModel>> LoadOnnxDetector(const std::string& path,
       return InvalidArgument(path + ": no known face detector family: " + match.reason +
                              "; name one with --model-family");
     }
-    if (!built(*match.family)) return not_built(*match.family);
+    if (!built(*match.family)) return not_built(FamilyName(*match.family));
   }
-  if (chosen.value_or(*match.family) == Family::kYuNet) return LoadYunet(sg, match, path);
-  return LoadScrfd(sg, match, path);
+  switch (chosen.value_or(*match.family)) {
+    case Family::kYuNet:
+      return LoadYunet(sg, match, path);
+    case Family::kRetinaFace:
+      // Pytorch_Retinaface's layout (loc, softmax conf, landms against priors) is a decoder of
+      // its own; insightface's RetinaFace files have SCRFD's outputs.
+      if (match.family == Family::kRetinaFace) {
+        return not_built("retinaface (Pytorch_Retinaface's loc, conf, landms layout)");
+      }
+      return LoadScrfd(sg, match, path, "retinaface");
+    default:
+      return LoadScrfd(sg, match, path, "scrfd");
+  }
 }
 
-ScrfdModel::ScrfdModel(ImportedNetwork imported, PreparedWeights weights, ScrfdConfig config)
+ScrfdModel::ScrfdModel(ImportedNetwork imported, PreparedWeights weights, ScrfdConfig config,
+                       std::string name)
     : FaceModel(std::move(imported.network), std::move(weights)),
+      name_(std::move(name)),
       config_(std::move(config)),
       outputs_(std::move(imported.outputs)) {}
 

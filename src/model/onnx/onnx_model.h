@@ -2,7 +2,8 @@
 // read and made static at the family's input size, its family detected from the outputs
 // (family.h) or named, its network imported into the plan (onnx_network.h) and decoded by the
 // family's own rules. Decoders built: scrfd (insightface SCRFD: det_10g, det_2.5g, det_500m and
-// the exports of its training code) and yunet (OpenCV's YuNet 2023mar and the exports of
+// the exports of its training code; and insightface's RetinaFace files, `--model-family
+// retinaface`, which its model_zoo/retinaface.py decodes as scrfd.py does) and yunet (OpenCV's YuNet 2023mar and the exports of
 // libfacedetection.train). The other known families are recognised and refused with that reason.
 // Torch-free.
 #pragma once
@@ -34,9 +35,11 @@ std::string FamilyChoices();
 // (x − 127.5) / 128 in RGB, decoded by DecodeScrfd, boxes clipped to the picture.
 class ScrfdModel final : public FaceModel {
  public:
-  ScrfdModel(ImportedNetwork imported, PreparedWeights weights, ScrfdConfig config);
+  // name: "scrfd", or "retinaface" for insightface's RetinaFace files (the same rules).
+  ScrfdModel(ImportedNetwork imported, PreparedWeights weights, ScrfdConfig config,
+             std::string name = "scrfd");
 
-  std::string name() const override { return "scrfd"; }
+  std::string name() const override { return name_; }
   int fixed_side() const override { return config_.input_height; }
   image::FitRule fixed_fit() const override { return image::FitRule::kInsightFace; }
   // insightface's: score 0.5, NMS at IoU 0.4.
@@ -46,6 +49,7 @@ class ScrfdModel final : public FaceModel {
   std::vector<Detection> Decode(const OutputRows& rows,
                                 const DetectOptions& options) const override;
 
+  std::string name_;
   ScrfdConfig config_;
   std::vector<OutputSource> outputs_;  // scores per stride, boxes per stride[, landmarks per stride]
 };
