@@ -3,7 +3,7 @@
 model_zoo/scrfd.py (0.7.3: SCRFD.detect, SCRFD.forward, SCRFD.nms, distance2bbox,
 distance2kps), with ONNX Runtime (onnxruntime-node through tests/onnx/ort_run.js) in place of the
 Python onnxruntime session: the independent answer mogserve's `--model FILE.onnx` is checked
-against (tests/onnx/onnx_inspect_test.cpp).
+against (tests/onnx/onnx_detect_test.cpp).
 
     /usr/bin/python3 tests/reference/scrfd_ref.py MODEL.onnx IMAGE --modules NODE_MODULES
         [--size 640] [--thresh 0.5]
@@ -14,15 +14,13 @@ Needs Debian's python3-opencv and python3-numpy, and node.
 """
 
 import json
-import os
-import subprocess
 import sys
-import tempfile
 
 import cv2
 import numpy as np
 
 sys.dont_write_bytecode = True
+from ort_family import parse_args, run_ort  # noqa: E402
 NMS_THRESH = 0.4  # SCRFD.__init__: self.nms_thresh = 0.4
 
 
@@ -40,17 +38,6 @@ def distance2kps(points, distance):
         preds.append(points[:, i % 2] + distance[:, i])
         preds.append(points[:, i % 2 + 1] + distance[:, i + 1])
     return np.stack(preds, axis=-1)
-
-
-def run_ort(model, blob, modules):
-    with tempfile.TemporaryDirectory() as d:
-        blob.astype("<f4").tofile(os.path.join(d, "input.f32"))
-        n, _, h, w = blob.shape
-        out = subprocess.run(["node", os.path.join(os.path.dirname(__file__), "..", "onnx", "ort_run.js"),
-                              model, os.path.join(d, "input.f32"), str(n), str(h), str(w), d,
-                              "--modules", modules], capture_output=True, text=True, check=True)
-        result = json.loads(out.stdout.strip().splitlines()[-1])
-        return [np.fromfile(o["file"], dtype="<f4").reshape(o["dims"]) for o in result["outputs"]]
 
 
 def nms(dets):
@@ -91,7 +78,7 @@ def detect(model, img, input_size, thresh, modules):
     # SCRFD.forward
     blob = cv2.dnn.blobFromImage(det_img, 1.0 / 128.0, tuple(det_img.shape[0:2][::-1]),
                                  (127.5, 127.5, 127.5), swapRB=True)
-    net_outs = run_ort(model, blob, modules)
+    net_outs = list(run_ort(model, blob, modules).values())
     input_height, input_width = blob.shape[2], blob.shape[3]
     fmc = 3 if len(net_outs) in (6, 9) else 5
     strides = [8, 16, 32] if fmc == 3 else [8, 16, 32, 64, 128]
@@ -137,22 +124,9 @@ def detect(model, img, input_size, thresh, modules):
 
 
 def main():
-    args = sys.argv[1:]
-    opts = {"--modules": None, "--size": "640", "--thresh": "0.5"}
-    rest = []
-    while args:
-        a = args.pop(0)
-        if a in opts:
-            opts[a] = args.pop(0)
-        else:
-            rest.append(a)
-    if len(rest) != 2 or opts["--modules"] is None:
-        sys.exit(__doc__)
-    img = cv2.imread(rest[1])
-    if img is None:
-        sys.exit(f"cannot read {rest[1]}")
+    model, img, opts = parse_args(__doc__, {"--size": "640", "--thresh": "0.5"})
     side = int(opts["--size"])
-    print(json.dumps(detect(rest[0], img, (side, side), float(opts["--thresh"]), opts["--modules"])))
+    print(json.dumps(detect(model, img, (side, side), float(opts["--thresh"]), opts["--modules"])))
 
 
 if __name__ == "__main__":

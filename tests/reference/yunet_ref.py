@@ -16,29 +16,15 @@ Needs Debian's python3-opencv and python3-numpy, and node.
 """
 
 import json
-import os
-import subprocess
 import sys
-import tempfile
 
 import cv2
 import numpy as np
 
 sys.dont_write_bytecode = True
+from ort_family import parse_args, run_ort  # noqa: E402
 STRIDES = (8, 16, 32)
 DIVISOR = 32
-
-
-def run_ort(model, blob, modules):
-    with tempfile.TemporaryDirectory() as d:
-        blob.astype("<f4").tofile(os.path.join(d, "input.f32"))
-        n, _, h, w = blob.shape
-        out = subprocess.run(["node", os.path.join(os.path.dirname(__file__), "..", "onnx", "ort_run.js"),
-                              model, os.path.join(d, "input.f32"), str(n), str(h), str(w), d,
-                              "--modules", modules], capture_output=True, text=True, check=True)
-        result = json.loads(out.stdout.strip().splitlines()[-1])
-        return {o["name"]: np.fromfile(o["file"], dtype="<f4").reshape(o["dims"])
-                for o in result["outputs"]}
 
 
 def rect_overlap(a, b):
@@ -114,21 +100,8 @@ def detect(model, img, thresh, nms, top_k, modules):
 
 
 def main():
-    args = sys.argv[1:]
-    opts = {"--modules": None, "--thresh": "0.9", "--nms": "0.3", "--top-k": "5000"}
-    rest = []
-    while args:
-        a = args.pop(0)
-        if a in opts:
-            opts[a] = args.pop(0)
-        else:
-            rest.append(a)
-    if len(rest) != 2 or opts["--modules"] is None:
-        sys.exit(__doc__)
-    img = cv2.imread(rest[1])
-    if img is None:
-        sys.exit(f"cannot read {rest[1]}")
-    print(json.dumps(detect(rest[0], img, float(opts["--thresh"]), float(opts["--nms"]),
+    model, img, opts = parse_args(__doc__, {"--thresh": "0.9", "--nms": "0.3", "--top-k": "5000"})
+    print(json.dumps(detect(model, img, float(opts["--thresh"]), float(opts["--nms"]),
                             int(opts["--top-k"]), opts["--modules"])))
 
 
