@@ -46,13 +46,13 @@ soname="$(readelf -d "$PREFIX/lib/libmogserve.so" | sed -n 's/.*(SONAME).*\[\(.*
 #    function of include/mogserve/.
 nm -D --defined-only -C "$PREFIX/lib/libmogserve.so" | awk '$2 != "A"' | cut -d' ' -f3- \
   >"$WORK/exports.txt"
-if grep -vE '^mogserve::(StatusCodeName|Status::|IoU|Detector::(Open|Detect|~Detector|Shutdown|info|stats)|FormatJsonLine|AlignFace)' \
+if grep -vE '^mogserve::(StatusCodeName|Status::|IoU|Detector::(Open|Detect|~Detector|Shutdown|info|stats)|FormatJsonLine|AlignFace|Anonymize)' \
     "$WORK/exports.txt" >"$WORK/unexpected.txt"; then
   head -n 20 "$WORK/unexpected.txt" >&2
   fail "libmogserve.so exports $(wc -l <"$WORK/unexpected.txt") symbols outside the public API"
 fi
 for want in 'mogserve::Detector::Open' 'mogserve::FormatJsonLine' 'mogserve::Status::ToString' \
-    'mogserve::AlignFace'; do
+    'mogserve::AlignFace' 'mogserve::Anonymize'; do
   grep -qF "$want" "$WORK/exports.txt" || fail "libmogserve.so does not export $want"
 done
 if ldd "$PREFIX/lib/libmogserve.so" | grep -F 'not found'; then

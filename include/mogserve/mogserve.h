@@ -3,6 +3,7 @@
 #pragma once
 
 #include "mogserve/align.h"
+#include "mogserve/anonymize.h"
 #include "mogserve/detector.h"
 #include "mogserve/options.h"
 #include "mogserve/result.h"

@@ -2,6 +2,7 @@
 // (mogserve/detector.h): no tensors, no JSON.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,9 +23,17 @@ struct Detection {
   float score = 0;  // 0..1
   // The face's five landmarks (Landmark order): the model's own (BlazeFace) or the 68-point
   // landmark net's (DetectorOptions::landmarks); empty when neither ran.
-  std::vector<Point> landmarks;
+  std::vector<Point> landmarks{};
   // All 68 points of the landmark net (iBUG 300-W order) when `landmarks` is "68"; else empty.
-  std::vector<Point> landmarks68;
+  std::vector<Point> landmarks68{};
+  // Video with tracking (detect-video --track, a stream's `track`): the face's track, the same
+  // number on every frame of one person while the tracker follows them, never given to another
+  // track of the stream; 0 when no tracker ran.
+  int64_t track_id = 0;
+  // True when the tracker carried the face on this frame rather than the detector finding it: a
+  // frame that was not detected (detect_fps), or one where the detector missed a face it still
+  // follows. The box (and landmarks) are then the tracker's prediction.
+  bool tracked = false;
 
   float width() const { return x2 - x1; }
   float height() const { return y2 - y1; }

@@ -109,8 +109,8 @@ struct LoadedEngines {
   std::shared_ptr<const model::FaceModel> model;
   pipeline::ShapeBuckets buckets;
   // Run on each image's faces after decoding (LoadFaceStage); null = none.
-  std::shared_ptr<const pipeline::FaceStage> face_stage;
-  std::string landmarks;  // where the faces' points come from (DescribeLandmarks)
+  std::shared_ptr<const pipeline::FaceStage> face_stage{};
+  std::string landmarks{};  // where the faces' points come from (DescribeLandmarks)
 };
 // Loads the model `options` name (ToModelChoice), the engine `engine_options` describe (from
 // ToEngineOptions) and options.instances - 1 more sharing its weights (0:

@@ -26,6 +26,8 @@ using CommandRunner = std::function<int()>;
 CommandRunner RegisterDetectCommand(CLI::App& app);
 // `detect-video`: registered always; without MOGSERVE_WITH_VIDEO it says so and exits 3.
 CommandRunner RegisterDetectVideoCommand(CLI::App& app);
+// `anonymize`: pictures with their faces blurred, pixelated or filled.
+CommandRunner RegisterAnonymizeCommand(CLI::App& app);
 CommandRunner RegisterBenchCommand(CLI::App& app);
 CommandRunner RegisterServeCommand(CLI::App& app);
 CommandRunner RegisterEvalCommand(CLI::App& app);

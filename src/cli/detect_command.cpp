@@ -9,11 +9,11 @@
 
 #include "api/detector_builder.h"
 #include "cli/commands.h"
+#include "cli/detect_in_order.h"
 #include "cli/input_files.h"
 #include "cli/output_file.h"
 #include "cli/progress_bar.h"
 #include "common/file_util.h"
-#include "common/reorder_window.h"
 #include "image/align.h"
 #include "image/draw.h"
 #include "image/encode.h"
@@ -142,26 +142,6 @@ opt::OptionNames DetectOptionNames() {
 int StartupError(const Status& status) {
   std::cerr << "error: " << status.message() << "\n";
   return status.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFatal;
-}
-
-// Every input through the detector, `on_result` called in input order on this thread. At most
-// `window` requests are in flight (read, decoding, queued or running) and as many finished
-// results wait for their turn, so memory stays bounded however many inputs there are.
-void DetectInOrder(
-    Detector& detector, const std::vector<InputFile>& inputs, int window,
-    const std::function<void(const std::string&, StatusOr<DetectResult>)>& on_result) {
-  ReorderWindow<StatusOr<DetectResult>> reorder(window);
-  const int64_t total = static_cast<int64_t>(inputs.size());
-  int64_t submitted = 0;
-  for (int64_t delivered = 0; delivered < total; ++delivered) {
-    for (; submitted < total && submitted - delivered < window; ++submitted) {
-      detector.DetectFileAsync(inputs[submitted].path,
-                               [&reorder, index = submitted](StatusOr<DetectResult> r) {
-                                 reorder.Put(index, std::move(r));
-                               });
-    }
-    on_result(inputs[delivered].path, reorder.Take(delivered));
-  }
 }
 
 // --tta: one image at a time on one engine, outside the pipeline.

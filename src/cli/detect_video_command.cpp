@@ -24,6 +24,7 @@
 #include "cli/shutdown_signals.h"
 #include "json/result_json.h"
 #include "server/stream_events.h"
+#include "track/tracker.h"
 #ifdef MOGSERVE_WITH_VIDEO
 #include "pipeline/pipeline.h"
 #include "scheduler/scheduler_config.h"
@@ -38,6 +39,9 @@ struct DetectVideoFlags {
   std::vector<std::string> sources;
   BatchJobFlags job;
   double detect_fps = 0;
+  bool track = false;
+  track::TrackerOptions tracker;
+  bool every_frame = false;
   bool realtime = false;
   double open_timeout_s = 10;
   double io_timeout_s = 5;
@@ -117,6 +121,11 @@ void PrintSummary(const video::StreamIngest& s, const std::string& id) {
                static_cast<long long>(c.submitted), static_cast<long long>(c.detected),
                static_cast<long long>(c.superseded), static_cast<long long>(c.expired),
                static_cast<long long>(c.failed));
+  if (const std::optional<track::TrackerStats> tracks = s.status().tracks) {
+    std::fprintf(stderr, "stream %s: %lld tracks started, %lld followed at the end\n", id.c_str(),
+                 static_cast<long long>(tracks->started),
+                 static_cast<long long>(tracks->confirmed));
+  }
 }
 
 using LineWriter = std::function<void(const nlohmann::json&)>;
@@ -163,6 +172,8 @@ std::vector<std::unique_ptr<video::StreamIngest>> StartStreams(const DetectVideo
     o.source.codecs = flags.codecs;
     o.source.hwaccel = video::ParseHwAccel(flags.hwaccel).value_or(video::HwAccel::kNone);
     o.detect_fps = flags.detect_fps;
+    if (flags.track) o.track = flags.tracker;
+    o.every_frame = flags.every_frame;
     o.realtime = flags.realtime;
     o.frame_timeout = Millis(flags.frame_timeout_s);
     if (saver != nullptr) o.preview_max_side_px = 1 << 15;  // the source's own size
@@ -305,6 +316,33 @@ CommandRunner RegisterDetectVideoCommand(CLI::App& app) {
                  "Detect at most this many frames per second of video (0 = every frame)")
       ->check(CLI::Range(0.0, 1000.0))
       ->capture_default_str();
+  app.add_flag("--track", flags->track,
+               "Follow faces over time (ByteTrack-style): each face gets a track_id, the same "
+               "for one person across frames; faces the tracker carries over a missed or "
+               "undetected frame have tracked: true");
+  app.add_option("--track-min-hits", flags->tracker.min_hits,
+                 "--track: detected frames in a row that confirm a new track")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  app.add_option("--track-max-misses", flags->tracker.max_misses,
+                 "--track: detected frames in a row a lost track waits to be found again "
+                 "before its id is retired")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  app.add_option("--track-coast", flags->tracker.max_coast,
+                 "--track: detected frames a lost face is still answered at its predicted box "
+                 "(tracked: true); 0: never")
+      ->check(CLI::Range(0, 10000))
+      ->capture_default_str();
+  app.add_option("--track-low-score", flags->tracker.low_score,
+                 "--track: faces from this score up to the score threshold only continue "
+                 "tracks (the detector runs at this threshold)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_flag("--every-frame", flags->every_frame,
+               "A line for every frame read, not only the detected ones: frames left out by "
+               "--detect-fps (or superseded when paced) have detected: false and, with --track, "
+               "the tracker's predicted faces");
   app.add_flag("--realtime", flags->realtime,
                "Read files at their own frame rate, like a camera: frames the engine cannot keep "
                "up with are superseded by newer ones (live URLs always are)");

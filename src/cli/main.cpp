@@ -31,6 +31,10 @@ int main(int argc, char** argv) {
        "Detect faces in video files and live streams (RTSP, RTMP, HTTP, UDP, TCP), JSON lines "
        "per detected frame",
        cli::RegisterDetectVideoCommand},
+      {"anonymize",
+       "Hide the faces in pictures and videos: blurred, pixelated or filled, written as new "
+       "files (JPEG, PNG, WebP; videos as H.264 with their audio)",
+       cli::RegisterAnonymizeCommand},
       {"bench",
        "Benchmarks: engine (forward passes vs the machine's peak), pipeline (scheduler policies "
        "under load, in-process), serve (HTTP vs in-process), video (live camera streams in real "

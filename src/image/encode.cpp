@@ -2,9 +2,12 @@
 
 #include <png.h>
 #include <turbojpeg.h>
+#include <webp/encode.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -62,6 +65,44 @@ StatusOr<std::vector<uint8_t>> EncodePng(const Image& img) {
   }
   out.resize(size);
   return out;
+}
+
+StatusOr<std::vector<uint8_t>> EncodeWebp(const Image& img, int quality) {
+  MOGSERVE_RETURN_IF_ERROR(CheckEncodable(img));
+  if (img.width > WEBP_MAX_DIMENSION || img.height > WEBP_MAX_DIMENSION) {
+    return InvalidArgument("WebP holds at most " + std::to_string(WEBP_MAX_DIMENSION) +
+                           " px a side; the picture is " + std::to_string(img.width) + "x" +
+                           std::to_string(img.height));
+  }
+  uint8_t* raw = nullptr;
+  const size_t size = WebPEncodeRGB(img.data.data(), img.width, img.height, img.width * 3,
+                                    static_cast<float>(std::clamp(quality, 1, 100)), &raw);
+  std::unique_ptr<uint8_t, void (*)(void*)> buffer(raw, WebPFree);
+  if (size == 0) return Internal("WebP encoding failed");
+  return std::vector<uint8_t>(buffer.get(), buffer.get() + size);
+}
+
+StatusOr<std::vector<uint8_t>> Encode(const Image& img, ImageFormat format, int quality) {
+  switch (format) {
+    case ImageFormat::kJpeg:
+      return EncodeJpeg(img, quality);
+    case ImageFormat::kPng:
+      return EncodePng(img);
+    case ImageFormat::kWebp:
+      return EncodeWebp(img, quality);
+    case ImageFormat::kUnknown:
+      break;
+  }
+  return InvalidArgument("no image format to encode in");
+}
+
+ImageFormat FormatOfExtension(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (ext == ".jpg" || ext == ".jpeg" || ext == ".jpe") return ImageFormat::kJpeg;
+  if (ext == ".png") return ImageFormat::kPng;
+  if (ext == ".webp") return ImageFormat::kWebp;
+  return ImageFormat::kUnknown;
 }
 
 }  // namespace mogserve::image

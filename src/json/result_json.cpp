@@ -24,6 +24,10 @@ nlohmann::json ResultToJson(const DetectResult& result, bool include_timing) {
     };
     if (!d.landmarks.empty()) face["landmarks"] = points(d.landmarks);
     if (!d.landmarks68.empty()) face["landmarks68"] = points(d.landmarks68);
+    if (d.track_id > 0) {
+      face["track_id"] = d.track_id;
+      face["tracked"] = d.tracked;
+    }
     faces.push_back(std::move(face));
   }
   nlohmann::json j = {{"width", result.width}, {"height", result.height}, {"faces", faces}};

@@ -49,10 +49,10 @@ struct ModelSpec {
   std::string_view summary;    // one line for --help and the docs
   Weights weights = Weights::kModelDir;
   // kModelDir: its folder under models/ (scripts/setup.sh) and the installed share/mogserve/models.
-  std::string_view folder;
+  std::string_view folder{};
   // INT8: the file name of the activation scales the build ships (beside the executable in
   // calibration/, or int8_calibration.json in the model folder); "" = calibrate it yourself.
-  std::string_view builtin_calibration;
+  std::string_view builtin_calibration{};
   bool landmarks = false;  // its faces carry five landmarks
   // Eval: its reference counts a box's corner pixels inside (MogFace's +1 areas), and the WIDER
   // protocol's NMS and top-k when the model's own differ (0: keep the model's).
@@ -60,7 +60,7 @@ struct ModelSpec {
   float wider_nms_iou = 0;
   int wider_top_k = 0;
   // Benchmarks: the reduced precision measured by default beside fp32 ("" = none).
-  std::string_view bench_reduced_precision;
+  std::string_view bench_reduced_precision{};
 
   StatusOr<LoadedModel> (*load)(const ModelSource& source) = nullptr;
 };

@@ -96,8 +96,11 @@ std::vector<Detection> DecodeSsdDetections(std::span<const float> box_encodings,
   };
   std::vector<Detection> faces;
   for (const Detection& k : kept) {
-    const Detection d{map(k.x1, sx, max_x), map(k.y1, sy, max_y), map(k.x2, sx, max_x),
-                      map(k.y2, sy, max_y), k.score};
+    const Detection d{.x1 = map(k.x1, sx, max_x),
+                      .y1 = map(k.y1, sy, max_y),
+                      .x2 = map(k.x2, sx, max_x),
+                      .y2 = map(k.y2, sy, max_y),
+                      .score = k.score};
     if (d.width() > 0 && d.height() > 0) faces.push_back(d);
   }
   return faces;

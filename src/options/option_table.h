@@ -59,14 +59,13 @@ using RequestField =
 // The per-image setting it overrides (DetectOptions: what post-processing reads).
 using DetectField = std::variant<std::monostate, float DetectOptions::*, int DetectOptions::*>;
 // The server's own settings (serve's flags beyond the detector's).
-using ServingField =
-    std::variant<std::monostate, int ServingOptions::*, int64_t ServingOptions::*,
-                 double ServingOptions::*, std::string ServingOptions::*,
-                 std::vector<std::string> ServingOptions::*>;
+using ServingField = std::variant<std::monostate, int ServingOptions::*, int64_t ServingOptions::*,
+                                  double ServingOptions::*, std::string ServingOptions::*,
+                                  std::vector<std::string> ServingOptions::*>;
 
 struct Option {
-  std::string_view name;  // snake_case: the library field, the HTTP and OIP parameter
-  std::string_view flag;  // "--max-faces"; empty: no flag
+  std::string_view name{};  // snake_case: the library field, the HTTP and OIP parameter
+  std::string_view flag{};  // "--max-faces"; empty: no flag
   Group group = Group::kInput;
   unsigned surfaces = 0;  // Surface bits
   Type type = Type::kInt;
@@ -75,17 +74,17 @@ struct Option {
   double max = 0;
   // The flag's value times this is the option's (--request-timeout in seconds -> milliseconds).
   double flag_scale = 1;
-  std::string_view choices;  // text with fixed values, "a, b, c" (requests check them)
-  std::string_view unit;     // "milliseconds": "an integer number of milliseconds from 1 to ..."
-  std::string_view allowed;  // what a request error says is allowed, when not the range
+  std::string_view choices{};  // text with fixed values, "a, b, c" (requests check them)
+  std::string_view unit{};     // "milliseconds": "an integer number of milliseconds from 1 to ..."
+  std::string_view allowed{};  // what a request error says is allowed, when not the range
   // Numbers: a rule beyond the range that a value must also meet (`allowed` says it); null: none.
   bool (*accepts)(double value) = nullptr;
-  std::string_view default_text;  // the default when it is not a plain value (the model's)
-  std::string_view help;
-  LibraryField library;
-  RequestField request;
-  DetectField detect;
-  ServingField serving;
+  std::string_view default_text{};  // the default when it is not a plain value (the model's)
+  std::string_view help{};
+  LibraryField library{};
+  RequestField request{};
+  DetectField detect{};
+  ServingField serving{};
 };
 
 // Numbers without a range (min = max = 0) take any value of their type.

@@ -235,8 +235,11 @@ double VoteOverlap(const VoteBox& top, double top_area, const VoteBox& other) {
 }
 
 Detection ToDetection(const VoteBox& box) {
-  Detection d{static_cast<float>(box.x1), static_cast<float>(box.y1), static_cast<float>(box.x2),
-              static_cast<float>(box.y2), static_cast<float>(box.score)};
+  Detection d{.x1 = static_cast<float>(box.x1),
+              .y1 = static_cast<float>(box.y1),
+              .x2 = static_cast<float>(box.x2),
+              .y2 = static_cast<float>(box.y2),
+              .score = static_cast<float>(box.score)};
   d.landmarks = box.landmarks;
   return d;
 }
@@ -430,9 +433,9 @@ SourceResult DetectSourceWithTta(engine::Engine& engine, const model::OutputDeco
     // The stage reads the faces from the picture itself: a canvas that is the whole picture.
     const auto post_start = SteadyClock::now();
     const image::Image& picture = decoded->image;
-    const image::Letterbox whole = image::PlaceLetterbox(
-        decoded->width, decoded->height, picture.width, picture.height, picture.width,
-        picture.height);
+    const image::Letterbox whole =
+        image::PlaceLetterbox(decoded->width, decoded->height, picture.width, picture.height,
+                              picture.width, picture.height);
     r.status = face_stage->Apply(picture.data, whole, r.result.faces);
     r.result.timing.postprocess_ms = MillisecondsSince(post_start);
   }

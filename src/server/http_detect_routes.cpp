@@ -1,10 +1,12 @@
-// HttpServer's detection routes: POST /v1/detect, GET /v1/detect/ws, POST /v2/models/{m}/infer.
+// HttpServer's detection routes: POST /v1/detect, GET /v1/detect/ws, POST /v1/anonymize,
+// POST /v2/models/{m}/infer.
 // Each parses its transport's request into a pipeline::DetectCall (the one request path,
 // pipeline/detect_call.h) and writes the answers back in its own shape.
 #include <variant>
 
 #include "json/result_json.h"
 #include "options/option_table.h"
+#include "server/anonymize_call.h"
 #include "server/api_key.h"
 #include "server/detect_call.h"
 #include "server/detect_websocket.h"
@@ -91,6 +93,31 @@ void HttpServer::Detect(HttpRequest request, const http::Responder& respond) {
                       });
 }
 
+void HttpServer::Anonymize(HttpRequest request, const http::Responder& respond) {
+  pipeline::Pipeline* pipeline = pipeline_.load();
+  if (pipeline == nullptr) return respond(NotReady());
+  auto options = TakeAnonymizeOptions(request.query);
+  if (auto* e = std::get_if<HttpError>(&options)) {
+    return respond(RouteError(Route::Errors::kMogserve, *e));
+  }
+  ParsedDetectRequest parsed = ParseDetectRequest(
+      request.Header("Content-Type"), std::move(request.body), request.query, options_.limits);
+  if (parsed.error) return respond(RouteError(Route::Errors::kMogserve, *parsed.error));
+  // The pictures are read again to be covered: a copy of each goes with the request.
+  auto pictures = std::make_shared<std::vector<std::vector<uint8_t>>>();
+  for (const ImagePart& image : parsed.request.images) pictures->push_back(image.bytes);
+  pipeline::DetectCall call =
+      MakeDetectCall(parsed.request.images, parsed.request.params, Client(request));
+  auto detect = std::make_shared<const DetectRequest>(std::move(parsed.request));
+  auto lease = std::make_shared<http::BodyLease>(std::move(request.body_lease));
+  pipeline::SubmitAll(
+      *pipeline, std::move(call),
+      [detect, respond, lease, pictures, how = std::get<image::AnonymizeOptions>(options)](
+          std::vector<pipeline::RequestResult> results) {
+        respond(AnonymizeResponse(*detect, results, *pictures, how));
+      });
+}
+
 std::optional<HttpResponse> HttpServer::ScreenDetectWebSocket(const HttpRequest& head) const {
   auto query = ParseWebSocketQuery(head.query);
   if (auto* e = std::get_if<HttpError>(&query)) return RouteError(Route::Errors::kMogserve, *e);
@@ -115,11 +142,10 @@ std::optional<HttpResponse> HttpServer::ScreenModel(const RouteParams& params) c
   const std::string_view model = params.Get("model");
   const std::string_view version = params.Get("version");
   if (model == ModelName() && (version.empty() || version == "1")) return std::nullopt;
-  return oip::ErrorResponse(
-      {404, "model_not_found",
-       "no model '" + std::string(model) + "'" +
-           (version.empty() ? "" : " version " + std::string(version)) +
-           " here; this server runs '" + ModelName() + "', version 1"});
+  return oip::ErrorResponse({404, "model_not_found",
+                             "no model '" + std::string(model) + "'" +
+                                 (version.empty() ? "" : " version " + std::string(version)) +
+                                 " here; this server runs '" + ModelName() + "', version 1"});
 }
 
 void HttpServer::Infer(HttpRequest request, const http::Responder& respond) {

@@ -44,9 +44,7 @@ std::vector<Route> HttpServer::Routes() {
   using Errors = Route::Errors;
   // Handlers that answer at once.
   auto answer = [](auto make) {
-    return [make](HttpRequest request, const http::Responder& respond) {
-      respond(make(request));
-    };
+    return [make](HttpRequest request, const http::Responder& respond) { respond(make(request)); };
   };
   auto upgrade_required = answer(UpgradeRequired);
   auto web_ui = answer(WebAssetResponse);
@@ -79,23 +77,83 @@ std::vector<Route> HttpServer::Routes() {
   };
   // pattern, methods, label, API key, ready, admin, errors, content type, screen, handle, ws
   return {
-      {"/v1/detect", "POST", "", true, true, false, Errors::kMogserve, CheckDetectContentType, {},
+      {"/v1/detect",
+       "POST",
+       "",
+       true,
+       true,
+       false,
+       Errors::kMogserve,
+       CheckDetectContentType,
+       {},
        [this](HttpRequest r, const http::Responder& respond) { Detect(std::move(r), respond); }},
+      {"/v1/anonymize",
+       "POST",
+       "",
+       true,
+       true,
+       false,
+       Errors::kMogserve,
+       CheckDetectContentType,
+       {},
+       [this](HttpRequest r, const http::Responder& respond) { Anonymize(std::move(r), respond); }},
       {"/v1/detect/ws", "GET", "", true, true, false, Errors::kMogserve, nullptr,
        [this](const HttpRequest& head, const RouteParams&) { return ScreenDetectWebSocket(head); },
        upgrade_required,
        [this](const HttpRequest& head, std::shared_ptr<http::WebSocketPeer> peer) {
          return AcceptDetectWebSocket(head, std::move(peer));
        }},
-      {"/healthz", "GET", "", false, false, true, Errors::kMogserve, nullptr, {},
-       answer([](const HttpRequest&) { return JsonResponse({{"status", "ok"}}); })},
-      {"/readyz", "GET", "", false, false, true, Errors::kMogserve, nullptr, {},
+      {"/healthz",
+       "GET",
+       "",
+       false,
+       false,
+       true,
+       Errors::kMogserve,
+       nullptr,
+       {},
+       answer([](const HttpRequest&) {
+         return JsonResponse({{"status", "ok"}});
+       })},
+      {"/readyz",
+       "GET",
+       "",
+       false,
+       false,
+       true,
+       Errors::kMogserve,
+       nullptr,
+       {},
        answer([this](const HttpRequest&) { return Ready(); })},
-      {"/metrics", "GET", "", false, false, true, Errors::kMogserve, nullptr, {},
+      {"/metrics",
+       "GET",
+       "",
+       false,
+       false,
+       true,
+       Errors::kMogserve,
+       nullptr,
+       {},
        answer([this](const HttpRequest&) { return Metrics(); })},
-      {"/v1/models", "GET", "", true, false, false, Errors::kMogserve, nullptr, {},
+      {"/v1/models",
+       "GET",
+       "",
+       true,
+       false,
+       false,
+       Errors::kMogserve,
+       nullptr,
+       {},
        answer([this](const HttpRequest&) { return Models(); })},
-      {"/v1/stats", "GET", "", true, false, false, Errors::kMogserve, nullptr, {},
+      {"/v1/stats",
+       "GET",
+       "",
+       true,
+       false,
+       false,
+       Errors::kMogserve,
+       nullptr,
+       {},
        answer([this](const HttpRequest&) { return JsonResponse(StatsJson()); })},
       {"/v1/events", "GET", "", true, false, false, Errors::kMogserve, nullptr,
        [this](const HttpRequest& head, const RouteParams&) { return ScreenEvents(head); },
@@ -117,16 +175,42 @@ std::vector<Route> HttpServer::Routes() {
       {"/ui/", "GET", "/ui", false, false, false, Errors::kMogserve, nullptr, {}, web_ui},
       {"/ui/{file...}", "GET", "/ui", false, false, false, Errors::kMogserve, nullptr, {}, web_ui},
       // The Open Inference Protocol (oip.h).
-      {"/v2", "GET", "/v2/meta", true, false, false, Errors::kOip, nullptr, {},
+      {"/v2",
+       "GET",
+       "/v2/meta",
+       true,
+       false,
+       false,
+       Errors::kOip,
+       nullptr,
+       {},
        answer([](const HttpRequest&) { return JsonResponse(oip::ServerMetadata()); })},
-      {"/v2/health/live", "GET", "/v2/health", false, false, true, Errors::kOip, nullptr, {},
-       answer([](const HttpRequest&) { return JsonResponse({{"live", true}}); })},
-      {"/v2/health/ready", "GET", "/v2/health", false, false, true, Errors::kOip, nullptr, {},
+      {"/v2/health/live",
+       "GET",
+       "/v2/health",
+       false,
+       false,
+       true,
+       Errors::kOip,
+       nullptr,
+       {},
+       answer([](const HttpRequest&) {
+         return JsonResponse({{"live", true}});
+       })},
+      {"/v2/health/ready",
+       "GET",
+       "/v2/health",
+       false,
+       false,
+       true,
+       Errors::kOip,
+       nullptr,
+       {},
        oip_ready},
       {"/v2/models/{model}", "GET", "/v2/meta", true, true, false, Errors::kOip, nullptr,
        screen_model, model_metadata},
-      {"/v2/models/{model}/versions/{version}", "GET", "/v2/meta", true, true, false,
-       Errors::kOip, nullptr, screen_model, model_metadata},
+      {"/v2/models/{model}/versions/{version}", "GET", "/v2/meta", true, true, false, Errors::kOip,
+       nullptr, screen_model, model_metadata},
       {"/v2/models/{model}/ready", "GET", "/v2/health", true, false, false, Errors::kOip, nullptr,
        screen_model_ready, oip_ready},
       {"/v2/models/{model}/versions/{version}/ready", "GET", "/v2/health", true, false, false,
@@ -156,8 +240,7 @@ class HttpServer::AdminHandler : public http::HttpHandler {
   HttpServer* server_;
 };
 
-HttpServer::HttpServer(ServerOptions options)
-    : options_(std::move(options)), routes_(Routes()) {
+HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), routes_(Routes()) {
   http::ListenerOptions listener;
   listener.host = options_.host;
   listener.port = options_.port;
@@ -183,7 +266,8 @@ HttpServer::~HttpServer() {
 StatusOr<int> HttpServer::Bind() {
   if (admin_listener_) {
     auto admin = admin_listener_->Bind();
-    if (!admin.ok()) return Status(admin.status().code(), "--admin-port: " + admin.status().message());
+    if (!admin.ok())
+      return Status(admin.status().code(), "--admin-port: " + admin.status().message());
     admin_port_ = *admin;
   }
   return listener_->Bind();
@@ -270,9 +354,8 @@ void HttpServer::OnExchange(const http::ExchangeRecord& record) {
                              {"delivered", record.written},
                              {"request_id", record.request_id}}));
   } else {
-    spdlog::info("{} \"{} {}\" {} {}B {:.1f}ms{}{}", record.remote_addr, record.method,
-                 record.path, record.status, record.body_bytes, ms,
-                 record.written ? "" : " (client gone)",
+    spdlog::info("{} \"{} {}\" {} {}B {:.1f}ms{}{}", record.remote_addr, record.method, record.path,
+                 record.status, record.body_bytes, ms, record.written ? "" : " (client gone)",
                  record.request_id.empty() ? "" : " id=" + record.request_id);
   }
 }

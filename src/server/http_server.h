@@ -70,9 +70,9 @@ struct ServerOptions {
   // > 0: also serve the probes and metrics (/healthz, /readyz, /metrics, /v2/health/*) on this
   // port, on an event loop of their own, so they never wait behind detection traffic; 0: none.
   int admin_port = 0;
-  RequestLimits limits;     // what one detect request may carry
-  http::HttpLimits http;    // connections, headers, bodies, deadlines
-  int io_threads = 2;       // event-loop threads of the HTTP layer
+  RequestLimits limits;   // what one detect request may carry
+  http::HttpLimits http;  // connections, headers, bodies, deadlines
+  int io_threads = 2;     // event-loop threads of the HTTP layer
   enum class AccessLog { kOff, kText, kJson };
   AccessLog access_log = AccessLog::kText;
 };
@@ -126,8 +126,10 @@ class HttpServer : private http::HttpHandler {
   std::vector<Route> Routes();
   std::optional<http::HttpResponse> ScreenOn(http::HttpRequest& head, bool admin_port);
 
-  // Detection (http_detect_routes.cpp): POST /v1/detect, its WebSocket, POST /v2/.../infer.
+  // Detection (http_detect_routes.cpp): POST /v1/detect, its WebSocket, POST /v1/anonymize,
+  // POST /v2/.../infer.
   void Detect(http::HttpRequest request, const http::Responder& respond);
+  void Anonymize(http::HttpRequest request, const http::Responder& respond);
   std::optional<http::HttpResponse> ScreenDetectWebSocket(const http::HttpRequest& head) const;
   std::unique_ptr<http::WebSocketHandler> AcceptDetectWebSocket(
       const http::HttpRequest& head, std::shared_ptr<http::WebSocketPeer> peer);

@@ -29,7 +29,9 @@ namespace mogserve::server {
 class RouteParams {
  public:
   std::string_view Get(std::string_view name) const;
-  void Add(std::string_view name, std::string value) { values_.emplace_back(name, std::move(value)); }
+  void Add(std::string_view name, std::string value) {
+    values_.emplace_back(name, std::move(value));
+  }
 
  private:
   std::vector<std::pair<std::string_view, std::string>> values_;
@@ -37,24 +39,24 @@ class RouteParams {
 
 struct Route {
   enum class Errors { kMogserve, kOip };  // {"error":{code,message}} or the OIP's {"error": "..."}
-  using Screener =
-      std::function<std::optional<http::HttpResponse>(const http::HttpRequest&, const RouteParams&)>;
+  using Screener = std::function<std::optional<http::HttpResponse>(const http::HttpRequest&,
+                                                                   const RouteParams&)>;
   using Handler = std::function<void(http::HttpRequest, const http::Responder&)>;
   using WebSocket = std::function<std::unique_ptr<http::WebSocketHandler>(
       const http::HttpRequest&, std::shared_ptr<http::WebSocketPeer>)>;
 
-  std::string_view pattern;   // "/v1/detect", "/v2/models/{model}/infer", "/ui/{file...}"
-  std::string_view methods;   // "GET" (HEAD too), "GET,POST"
-  std::string_view label;     // the metrics label (a model name stays out); "" = the pattern
-  bool api_key = false;       // needs `Authorization: Bearer <key>` when the server has a key
-  bool ready = false;         // 503 not_ready until the model is loaded and warm
-  bool admin = false;         // also served on --admin-port
+  std::string_view pattern;  // "/v1/detect", "/v2/models/{model}/infer", "/ui/{file...}"
+  std::string_view methods;  // "GET" (HEAD too), "GET,POST"
+  std::string_view label;    // the metrics label (a model name stays out); "" = the pattern
+  bool api_key = false;      // needs `Authorization: Bearer <key>` when the server has a key
+  bool ready = false;        // 503 not_ready until the model is loaded and warm
+  bool admin = false;        // also served on --admin-port
   Errors errors = Errors::kMogserve;
   // The body's content types: a refusal (415) for the request's Content-Type, or none.
   std::optional<HttpError> (*content_type)(std::string_view content_type) = nullptr;
   Screener screen;        // the route's own checks from the header (query, caps); may be empty
   Handler handle;         // the whole request
-  WebSocket websocket;    // the upgrade, for a WebSocket route; empty = none
+  WebSocket websocket{};  // the upgrade, for a WebSocket route; empty = none
 };
 
 // A path's route and the parameters its pattern took.

@@ -62,6 +62,7 @@ nlohmann::json FrameResultJson(const video::FrameResult& r) {
       {"inference", Round(t.inference_ms, 2)}, {"postprocess", Round(t.postprocess_ms, 2)}};
   line["batch_size"] = t.batch_size;
   line["skipped"] = r.skipped;
+  line["detected"] = r.detected;
   return line;
 }
 

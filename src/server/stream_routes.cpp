@@ -1,5 +1,9 @@
 #include "server/stream_routes.h"
 
+#include <algorithm>
+#include <array>
+#include <string_view>
+
 #include "json/result_json.h"
 #include "server/detect_request.h"
 
@@ -40,6 +44,8 @@ nlohmann::json StreamJson(const video::StreamInfo& s) {
                       {"url", s.url},
                       {"detect_fps", s.detect_fps},
                       {"listen", s.listen},
+                      {"track", s.track},
+                      {"every_frame", s.every_frame},
                       {"state", video::StreamStateName(s.state)},
                       {"since", UnixSeconds(st.since)},
                       {"reconnects", st.reconnects},
@@ -77,6 +83,12 @@ nlohmann::json StreamJson(const video::StreamInfo& s) {
                        {{"frame", s.last_frame},
                         {"faces", s.last_faces},
                         {"latency_ms", Round(s.last_latency_ms, 2)}}}};
+  if (const std::optional<track::TrackerStats>& t = st.tracks) {
+    j["tracks"] = {{"started", t->started},
+                   {"confirmed", t->confirmed},
+                   {"lost", t->lost},
+                   {"tentative", t->tentative}};
+  }
   if (s.error) j["error"] = ErrorJson(*s.error);
   if (st.last_error) {
     j["last_error"] = ErrorJson(*st.last_error);
@@ -119,13 +131,15 @@ std::optional<std::string> StreamConfigFromJson(const nlohmann::json& j,
                                                 video::StreamConfig* config) {
   if (!j.is_object()) {
     return "expected a JSON object {\"id\": string, \"url\": string, \"detect_fps\": number "
-           "(optional), \"listen\": boolean (optional)}, got " +
+           "(optional), \"listen\", \"track\", \"every_frame\": booleans (optional)}, got " +
            std::string(j.type_name());
   }
   for (const auto& [field, value] : j.items()) {
-    if (field != "id" && field != "url" && field != "detect_fps" && field != "listen") {
+    static constexpr std::array<std::string_view, 6> kFields = {"id",     "url",   "detect_fps",
+                                                                "listen", "track", "every_frame"};
+    if (std::find(kFields.begin(), kFields.end(), field) == kFields.end()) {
       return "unknown field '" + field.substr(0, 64) +
-             "'; a stream takes id, url, detect_fps and listen";
+             "'; a stream takes id, url, detect_fps, listen, track and every_frame";
     }
   }
   for (const char* field : {"id", "url"}) {
@@ -138,13 +152,18 @@ std::optional<std::string> StreamConfigFromJson(const nlohmann::json& j,
     return "field 'detect_fps' must be a number >= 0 (0: every frame), got " +
            std::string(j["detect_fps"].type_name());
   }
-  if (j.contains("listen") && !j["listen"].is_boolean()) {
-    return "field 'listen' must be true or false, got " + std::string(j["listen"].type_name());
+  for (const char* field : {"listen", "track", "every_frame"}) {
+    if (j.contains(field) && !j[field].is_boolean()) {
+      return std::string("field '") + field + "' must be true or false, got " +
+             j[field].type_name();
+    }
   }
   config->id = j["id"].get<std::string>();
   config->url = j["url"].get<std::string>();
   config->detect_fps = j.value("detect_fps", 0.0);
   config->listen = j.value("listen", false);
+  config->track = j.value("track", false);
+  config->every_frame = j.value("every_frame", false);
   return std::nullopt;
 }
 
@@ -427,6 +446,16 @@ std::string StreamMetricsText(const video::StreamRegistry& registry) {
   Family(out, "mogserve_stream_up", "gauge", "1 while the stream is running, else 0.");
   for (const video::StreamInfo& s : streams) {
     Sample(out, "mogserve_stream_up", label(s), s.state == video::StreamState::kRunning ? 1 : 0);
+  }
+  Family(out, "mogserve_stream_tracks", "gauge",
+         "Streams with tracking: faces followed now (confirmed, including lost ones still "
+         "awaited) and tracks started since the stream began.");
+  for (const video::StreamInfo& s : streams) {
+    if (!s.status.tracks) continue;
+    Sample(out, "mogserve_stream_tracks", label(s) + ",state=\"confirmed\"",
+           static_cast<double>(s.status.tracks->confirmed));
+    Sample(out, "mogserve_stream_tracks", label(s) + ",state=\"started\"",
+           static_cast<double>(s.status.tracks->started));
   }
   Family(out, "mogserve_stream_reconnects_total", "counter",
          "Connections re-established after the source was lost.");

@@ -9,31 +9,13 @@
 
 #include "common/clock.h"
 #include "common/enum_names.h"
+#include "video/frame_sampler.h"
 
 namespace mogserve::video {
 
 using scheduler::Outcome;
 
 namespace {
-
-// Which frames detect_fps keeps: the first of each 1/fps slot of presentation time, so a 25 fps
-// source at 5 fps gives frames 0, 5, 10, ... and a variable frame rate still gets one per slot.
-class FrameSampler {
- public:
-  explicit FrameSampler(double fps) : fps_(fps) {}
-  bool Take(double pts_s) {
-    if (fps_ <= 0) return true;
-    // The epsilon keeps pts values that are exact multiples (0.2 s at 5 fps) in their own slot.
-    const int64_t slot = static_cast<int64_t>(std::floor(pts_s * fps_ + 1e-6));
-    if (slot <= last_slot_) return false;
-    last_slot_ = slot;
-    return true;
-  }
-
- private:
-  double fps_;
-  int64_t last_slot_ = -1;
-};
 
 // An unparsable URL is refused by the reader when it opens; until then it counts as a file.
 bool IsLiveUrl(const std::string& url) {
@@ -45,6 +27,19 @@ bool IsLiveUrl(const std::string& url) {
 double Seconds(SteadyClock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
+
+// What a stream's frames are submitted with: with tracking, the detection threshold lowered to
+// the tracker's low score (its second pass needs the faces under the threshold too).
+std::optional<DetectOptions> SubmitDetect(const IngestOptions& o, const pipeline::Pipeline& p) {
+  if (!o.track) return o.detect;
+  DetectOptions d = o.detect.value_or(p.default_detect());
+  d.score_threshold = std::min(d.score_threshold, o.track->low_score);
+  return d;
+}
+
+// A reconnection's gap on the tracker's clock (TrackTime): its tracks coast over it as over
+// three frames of a 30 fps source.
+constexpr double kReconnectGapS = 0.1;
 
 }  // namespace
 
@@ -63,8 +58,14 @@ StreamIngest::StreamIngest(pipeline::Pipeline& pipeline, IngestOptions options,
       paced_(options_.realtime || IsLiveUrl(options_.source.url)),
       live_(IsLiveUrl(options_.source.url)),
       display_url_(RedactCredentials(options_.source.url)),
-      window_(SteadyClock::now()) {
+      window_(SteadyClock::now()),
+      submit_detect_(SubmitDetect(options_, pipeline)) {
   status_.since = std::chrono::system_clock::now();
+  if (options_.track) {
+    track::TrackerOptions t = *options_.track;
+    t.high_score = options_.detect.value_or(pipeline.default_detect()).score_threshold;
+    tracker_.emplace(t);
+  }
   thread_ = std::thread([this] { Run(); });
   const std::string name = ("in-" + options_.id).substr(0, 15);  // the kernel's limit
   pthread_setname_np(thread_.native_handle(), name.c_str());
@@ -109,6 +110,7 @@ IngestStatus StreamIngest::status() const {
   s.fps.superseded = window_.PerSecond(StreamEvent::kSuperseded, now);
   s.fps.expired = window_.PerSecond(StreamEvent::kExpired, now);
   s.latency = window_.Latency(now);
+  if (tracker_) s.tracks = tracker_->stats();
   return s;
 }
 
@@ -267,13 +269,19 @@ std::optional<VideoError> StreamIngest::ReadFrames(VideoReader& reader,
     // Submit), so every snapshot of the counters adds up; one abandoned by Stop while it waited
     // for its time never arrived.
     if (!sampler.Take(frame.pts_s)) {
-      std::lock_guard<std::mutex> lock(mu_);
-      const auto now = SteadyClock::now();
-      ++counters_.decoded;
-      ++counters_.sampled_out;
-      window_.Add(StreamEvent::kDecoded, now);
-      window_.Add(StreamEvent::kSampledOut, now);
-      ++sampled_before;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        const auto now = SteadyClock::now();
+        ++counters_.decoded;
+        ++counters_.sampled_out;
+        window_.Add(StreamEvent::kDecoded, now);
+        window_.Add(StreamEvent::kSampledOut, now);
+      }
+      if (options_.every_frame) {
+        AddSampledOut(reader, frame);
+      } else {
+        ++sampled_before;
+      }
       continue;
     }
     Submit(reader, frame, sampled_before);
@@ -313,6 +321,7 @@ void StreamIngest::Submit(VideoReader& reader, const FrameInfo& frame, int64_t s
     if (preview) preview_bytes_ += static_cast<int64_t>(preview->data.size());
     seq = next_seq_++;
     pending_[seq] = {frame, canvas.preprocess_ms, sampled_before, std::move(preview)};
+    pending_[seq].connection = status_.reconnects;
     ++counters_.decoded;
     ++counters_.submitted;
     window_.Add(StreamEvent::kDecoded, SteadyClock::now());
@@ -322,7 +331,7 @@ void StreamIngest::Submit(VideoReader& reader, const FrameInfo& frame, int64_t s
   request.client = "stream:" + options_.id;
   request.latest_only = paced_;
   if (paced_) request.timeout = options_.frame_timeout;
-  request.detect = options_.detect;
+  request.detect = submit_detect_;
   pipeline_.SubmitPrepared(
       std::move(request), std::move(canvas),
       [this, seq](pipeline::RequestResult result) { OnResult(seq, std::move(result)); },
@@ -359,7 +368,24 @@ void StreamIngest::OnResult(int64_t seq, pipeline::RequestResult result) {
   mine.latency_ms = std::chrono::duration<double, std::milli>(now - mine.frame.arrival).count();
   if (result.outcome == Outcome::kDone) window_.AddLatency(mine.latency_ms, now);
   ended_.emplace(seq, std::move(result));
-  // Deliver every frame whose predecessors have all ended, in order.
+  DeliverInOrder();
+}
+
+void StreamIngest::AddSampledOut(VideoReader& reader, const FrameInfo& frame) {
+  std::shared_ptr<const image::Image> preview = TakePreview(reader, frame);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (preview) preview_bytes_ += static_cast<int64_t>(preview->data.size());
+  const int64_t seq = next_seq_++;
+  Pending& p = pending_[seq];
+  p.frame = frame;
+  p.preview = std::move(preview);
+  p.sampled_out = true;
+  p.connection = status_.reconnects;
+  ended_.emplace(seq, pipeline::RequestResult{});
+  DeliverInOrder();
+}
+
+void StreamIngest::DeliverInOrder() {
   for (auto it = ended_.find(next_delivery_); it != ended_.end();
        it = ended_.find(next_delivery_)) {
     auto pending = pending_.find(next_delivery_);
@@ -367,15 +393,9 @@ void StreamIngest::OnResult(int64_t seq, pipeline::RequestResult result) {
     if (pending->second.preview) {
       preview_bytes_ -= static_cast<int64_t>(pending->second.preview->data.size());
     }
-    if (it->second.outcome == Outcome::kDone) {
-      FrameResult r;
-      r.stream = options_.id;
-      r.seq = next_delivery_;
-      r.frame = pending->second.frame;
-      r.result = std::move(it->second);
-      r.latency_ms = pending->second.latency_ms;
-      r.scale_ms = pending->second.scale_ms;
-      r.preview = std::move(pending->second.preview);
+    const bool detected = !pending->second.sampled_out && it->second.outcome == Outcome::kDone;
+    if (detected || options_.every_frame) {
+      FrameResult r = MakeResult(pending->second, std::move(it->second));
       r.skipped = skipped_;
       skipped_ = 0;
       on_result_(r);
@@ -387,6 +407,38 @@ void StreamIngest::OnResult(int64_t seq, pipeline::RequestResult result) {
     ++next_delivery_;
   }
   cv_.notify_all();
+}
+
+FrameResult StreamIngest::MakeResult(Pending& pending, pipeline::RequestResult result) {
+  FrameResult r;
+  r.stream = options_.id;
+  r.seq = next_delivery_;
+  r.frame = pending.frame;
+  r.detected = !pending.sampled_out && result.outcome == Outcome::kDone;
+  r.result = std::move(result);
+  r.latency_ms = pending.latency_ms;
+  r.scale_ms = pending.scale_ms;
+  r.preview = std::move(pending.preview);
+  DetectResult& answer = r.result.result;
+  if (!r.detected) {  // every_frame: a frame without the detector's answer
+    answer = DetectResult{};
+    answer.width = pending.frame.width;
+    answer.height = pending.frame.height;
+  }
+  if (tracker_) {
+    const double t_s = TrackTime(pending);
+    answer.faces = r.detected ? tracker_->Update(t_s, answer.faces) : tracker_->Predict(t_s);
+  }
+  return r;
+}
+
+double StreamIngest::TrackTime(const Pending& pending) {
+  if (pending.connection != track_connection_) {
+    track_connection_ = pending.connection;
+    track_offset_s_ = track_last_s_ + kReconnectGapS - pending.frame.pts_s;
+  }
+  track_last_s_ = std::max(track_last_s_, pending.frame.pts_s + track_offset_s_);
+  return track_last_s_;
 }
 
 }  // namespace mogserve::video

@@ -32,6 +32,7 @@
 #include <thread>
 
 #include "pipeline/pipeline.h"
+#include "track/tracker.h"
 #include "video/reconnect_backoff.h"
 #include "video/stream_window.h"
 #include "video/video_reader.h"
@@ -58,6 +59,15 @@ struct IngestOptions {
   // waits for results to free some; a paced frame goes without (its result has no preview).
   // One frame may always hold one.
   int64_t preview_budget_bytes = 24 << 20;
+  // Follow faces over time (track::Tracker): the faces of each delivered frame are the tracker's
+  // answer, each with its track_id. The detector then runs at track->low_score and the tracker
+  // answers from the detection threshold on (`detect`'s, else the pipeline's: track->high_score
+  // is set to it), as ByteTrack keeps its low-score detections for its second pass.
+  std::optional<track::TrackerOptions> track;
+  // Deliver every frame read, not only the detected ones: a frame left out by detect_fps, or
+  // superseded, expired or failed, comes in its place with detected = false and, with `track`,
+  // the faces the tracker predicts for it (else none).
+  bool every_frame = false;
 };
 
 enum class StreamState { kConnecting, kRunning, kReconnecting, kEnded, kFailed };
@@ -66,12 +76,15 @@ const char* StreamStateName(StreamState state);
 
 struct FrameResult {
   std::string stream;
-  int64_t seq = 0;  // frames submitted by this stream before this one
+  int64_t seq = 0;  // frames submitted (every_frame: delivered) by this stream before this one
   FrameInfo frame;
   pipeline::RequestResult result;  // outcome done: faces in source pixels, timings
   double latency_ms = 0;           // from the frame's arrival to its result
   double scale_ms = 0;             // swscale into the canvas
-  int64_t skipped = 0;             // frames decoded but not detected since the previous result
+  int64_t skipped = 0;             // frames decoded but not delivered since the previous result
+  // False for a frame the detector did not run on (IngestOptions::every_frame): its faces are
+  // the tracker's predictions, or none.
+  bool detected = true;
   // The frame itself (IngestOptions::preview_max_side_px), shared read-only; null without.
   std::shared_ptr<const image::Image> preview;
 };
@@ -125,12 +138,14 @@ struct IngestStatus {
   IngestCounters counters;
   IngestRates fps;
   LatencyPercentiles latency;  // arrival → result of the frames detected in the last 10 s
+  std::optional<track::TrackerStats> tracks;  // with IngestOptions::track
 };
 
 class StreamIngest {
  public:
-  // Called once per detected frame, in frame order, from a pipeline thread (or the stream's own
-  // thread), under the stream's lock: it must not call back into this StreamIngest.
+  // Called once per detected frame (every frame with IngestOptions::every_frame), in frame order,
+  // from a pipeline thread (or the stream's own thread), under the stream's lock: it must not call
+  // back into this StreamIngest.
   using ResultCallback = std::function<void(const FrameResult&)>;
 
   // Starts the stream's thread. `pipeline` must outlive this object.
@@ -169,7 +184,9 @@ class StreamIngest {
     double scale_ms = 0;
     int64_t sampled_before = 0;  // frames sampled out between the previous submission and this
     std::shared_ptr<const image::Image> preview;
-    double latency_ms = 0;  // arrival → end, set when it ends
+    double latency_ms = 0;     // arrival → end, set when it ends
+    bool sampled_out = false;  // every_frame: left out by detect_fps, never submitted
+    int64_t connection = 0;    // status_.reconnects when it was read (its pts' origin)
   };
 
   // One connection: how it ended (nullopt: the source's end, or Stop) and how long it gave
@@ -193,7 +210,16 @@ class StreamIngest {
   // The frame's preview when the budget allows (a bulk reader waits for room); null without.
   std::shared_ptr<const image::Image> TakePreview(VideoReader& reader, const FrameInfo& frame);
   void OnResult(int64_t seq, pipeline::RequestResult result);
-  void Count(scheduler::Outcome outcome);  // requires mu_
+  // every_frame: a frame detect_fps left out, delivered in its place.
+  void AddSampledOut(VideoReader& reader, const FrameInfo& frame);
+  // Delivers every ended frame whose predecessors have all been delivered, in order.
+  void DeliverInOrder();  // requires mu_
+  // The frame as delivered: its faces through the tracker, when tracking.
+  FrameResult MakeResult(Pending& pending, pipeline::RequestResult result);  // requires mu_
+  // The tracker's clock for a frame: its pts, continued across reconnections (each connection's
+  // pts start again) so that time never runs backwards.
+  double TrackTime(const Pending& pending);  // requires mu_
+  void Count(scheduler::Outcome outcome);    // requires mu_
 
   pipeline::Pipeline& pipeline_;
   const IngestOptions options_;
@@ -221,6 +247,13 @@ class StreamIngest {
   int64_t next_delivery_ = 0;                         // guarded by mu_
   int64_t skipped_ = 0;        // since the last delivered result; guarded by mu_
   int64_t preview_bytes_ = 0;  // held by the previews of pending_; guarded by mu_
+  // Tracking: what frames are submitted with (the detector at the tracker's low score), the
+  // tracker, and its clock across connections (TrackTime). Guarded by mu_.
+  const std::optional<DetectOptions> submit_detect_;
+  std::optional<track::Tracker> tracker_;
+  int64_t track_connection_ = 0;
+  double track_offset_s_ = 0;
+  double track_last_s_ = 0;
   std::thread thread_;
 };
 

@@ -84,6 +84,8 @@ std::shared_ptr<StreamRegistry::Stream> StreamRegistry::Start(const StreamConfig
   o.source.url = config.url;
   o.detect_fps = config.detect_fps;
   o.source.listen = config.listen;
+  if (config.track) o.track = track::TrackerOptions{};
+  o.every_frame = config.every_frame;
   // A listener waits for its publisher without a deadline of its own (a day, then it listens
   // again): the reader's interrupt callback still ends the wait at once on DELETE or shutdown.
   if (config.listen) o.source.timeouts.open = std::chrono::hours(24);
@@ -173,6 +175,8 @@ StreamInfo Describe(const StreamConfig& config, const StreamIngest& ingest, Stre
   info.url = ingest.display_url();
   info.detect_fps = config.detect_fps;
   info.listen = config.listen;
+  info.track = config.track;
+  info.every_frame = config.every_frame;
   info.status = ingest.status();
   info.counters = info.status.counters;
   info.state = info.status.state;

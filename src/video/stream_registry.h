@@ -25,6 +25,8 @@ struct StreamConfig {
   // rtsp://, rtmp://, tcp://: wait there for an encoder to push (VideoSourceOptions::listen),
   // as long as it takes; after each publisher, listen again.
   bool listen = false;
+  bool track = false;        // follow faces over time (IngestOptions::track, default options)
+  bool every_frame = false;  // deliver undetected frames too (IngestOptions::every_frame)
 };
 
 struct StreamInfo {
@@ -32,6 +34,8 @@ struct StreamInfo {
   std::string url;  // credentials removed
   double detect_fps = 0;
   bool listen = false;
+  bool track = false;
+  bool every_frame = false;
   StreamState state = StreamState::kConnecting;
   std::optional<VideoError> error;  // kFailed: why
   IngestCounters counters;

@@ -3,6 +3,7 @@
 #include "api/landmark_stage.h"
 
 #include "mogserve/align.h"
+#include "mogserve/anonymize.h"
 
 #include <gtest/gtest.h>
 
@@ -117,6 +118,40 @@ TEST(PublicAlignFace, PointsOnTheTemplateGiveThePictureBackAndBadInputIsNamed) {
   EXPECT_FALSE(AlignFace({nullptr, 112, 112, 0}, five).ok());
   EXPECT_FALSE(AlignFace(picture, std::span(five).first(4)).ok());
   EXPECT_FALSE(AlignFace(picture, five, 100).ok());
+}
+
+// The public Anonymize on a strided picture: the covered pixels change, the row padding and
+// everything outside the face stay; bad options and pixels are named.
+TEST(PublicAnonymize, CoversTheFaceInPlaceAndNamesBadInput) {
+  constexpr int kW = 64, kH = 48, kStride = kW * 3 + 5;
+  std::vector<uint8_t> rows(static_cast<size_t>(kStride) * kH, 200);
+  const std::vector<Detection> faces = {{.x1 = 20, .y1 = 10, .x2 = 40, .y2 = 30, .score = 0.9f}};
+  AnonymizeOptions o;
+  o.method = "fill";
+  o.shape = "box";
+  o.box_scale = 1.0f;
+  o.fill_rgb[1] = 7;
+  ASSERT_TRUE(Anonymize(rows.data(), kW, kH, kStride, faces, o).ok());
+  for (int y = 0; y < kH; ++y) {
+    for (int x = 0; x < kW; ++x) {
+      const bool in = x >= 20 && x < 40 && y >= 10 && y < 30;
+      EXPECT_EQ(rows[static_cast<size_t>(y) * kStride + x * 3 + 1], in ? 7 : 200) << x << "," << y;
+    }
+    for (int pad = kW * 3; pad < kStride; ++pad) {
+      EXPECT_EQ(rows[static_cast<size_t>(y) * kStride + pad], 200) << "row padding of " << y;
+    }
+  }
+  o.method = "smudge";
+  const Status bad = Anonymize(rows.data(), kW, kH, kStride, faces, o);
+  EXPECT_EQ(bad.message(), "method 'smudge' is not one of: blur, pixelate, fill");
+  o.method = "blur";
+  o.box_scale = 5;
+  EXPECT_NE(Anonymize(rows.data(), kW, kH, kStride, faces, o).message().find("box_scale"),
+            std::string::npos);
+  o.box_scale = 1.3f;
+  EXPECT_NE(Anonymize(rows.data(), kW, kH, 10, faces, o).message().find("stride"),
+            std::string::npos);
+  EXPECT_FALSE(Anonymize(nullptr, kW, kH, 0, faces, o).ok());
 }
 
 }  // namespace

@@ -108,6 +108,19 @@ ProcessResult RunMogserve(const std::vector<std::string>& args, const ProcessOpt
   return RunProcess(MogserveBinary(), args, options);
 }
 
+std::vector<Detection> FacesOf(const nlohmann::json& line) {
+  std::vector<Detection> faces;
+  for (const nlohmann::json& f : line.at("faces")) {
+    const nlohmann::json& b = f.at("box");
+    faces.push_back({.x1 = b[0].get<float>(),
+                     .y1 = b[1].get<float>(),
+                     .x2 = b[2].get<float>(),
+                     .y2 = b[3].get<float>(),
+                     .score = f.at("score").get<float>()});
+  }
+  return faces;
+}
+
 ProcessResult RunDetect(const std::vector<std::string>& args, const ProcessOptions& options) {
   std::vector<std::string> full = {"detect", "--model-dir", TestModelDir()};
   full.insert(full.end(), args.begin(), args.end());

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "mogserve/result.h"
 #include "process.h"
 
 namespace mogserve::e2e {
@@ -48,6 +49,9 @@ inline bool Contains(const std::string& haystack, const std::string& needle) {
 std::vector<std::string> SplitLines(const std::string& text);
 // Parses each line as JSON; a line that does not parse becomes a test failure (and is skipped).
 std::vector<nlohmann::json> ParseJsonLines(const std::string& text);
+
+// The faces of a JSON line (`detect`, `detect-video`, `anonymize`): box and score of each.
+std::vector<Detection> FacesOf(const nlohmann::json& line);
 
 // Runs `mogserve args...`.
 ProcessResult RunMogserve(const std::vector<std::string>& args, const ProcessOptions& options = {});

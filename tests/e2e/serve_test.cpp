@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <regex>
+#include <span>
+#include <tuple>
 
 #include "common/cpu_info.h"
 #include "image/decode.h"
@@ -246,6 +248,74 @@ TEST_F(ServeApiTest, MultipartWithOneAndWithManyImageFields) {
   }
 }
 
+// POST /v1/anonymize: /v1/detect's request, the picture back in its own format with the faces it
+// found hidden (the detector finds none of them in the answer), the same size; several pictures
+// come back as multipart/mixed parts in order; its own parameters are checked like any option.
+TEST_F(ServeApiTest, AnonymizeAnswersEachPictureWithItsFacesHidden) {
+  const auto detect = [&](const std::string& bytes, const std::string& type) {
+    auto res = client_->Post("/v1/detect", bytes, type.c_str());
+    EXPECT_TRUE(res && res->status == 200) << Describe(res);
+    return res ? ParseBody(res) : json();
+  };
+  for (const auto& [photo, type, query] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"grace_hopper.jpg", "image/jpeg", ""},
+           {"astronaut.png", "image/png", "?method=pixelate&shape=box&box_scale=1.5"}}) {
+    SCOPED_TRACE(photo + query);
+    const size_t before = detect(PhotoBytes(photo), type)["faces"].size();
+    ASSERT_GT(before, 0u);
+    auto res = client_->Post(("/v1/anonymize" + query).c_str(), PhotoBytes(photo), type.c_str());
+    ASSERT_TRUE(res) << Describe(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    EXPECT_EQ(res->get_header_value("Content-Type"), type);
+    EXPECT_EQ(res->get_header_value("X-Faces-Covered"), std::to_string(before));
+    const auto original = image::Decode(std::span<const uint8_t>(
+        reinterpret_cast<const uint8_t*>(PhotoBytes(photo).data()), PhotoBytes(photo).size()));
+    const auto answer = image::Decode(std::span<const uint8_t>(
+        reinterpret_cast<const uint8_t*>(res->body.data()), res->body.size()));
+    ASSERT_TRUE(original.ok() && answer.ok());
+    EXPECT_EQ(answer->width, original->width);
+    EXPECT_EQ(answer->height, original->height);
+    EXPECT_EQ(detect(res->body, type)["faces"].size(), 0u) << "a face still found";
+  }
+  {
+    SCOPED_TRACE("two pictures: multipart/mixed");
+    httplib::MultipartFormDataItems form = {
+        {"image", PhotoBytes("sample1.jpg"), "sample1.jpg", "image/jpeg"},
+        {"image", PhotoBytes("coffee.png"), "coffee.png", "image/png"}};
+    auto res = client_->Post("/v1/anonymize", form);
+    ASSERT_TRUE(res) << Describe(res);
+    ASSERT_EQ(res->status, 200) << res->body.substr(0, 200);
+    const std::string ct = res->get_header_value("Content-Type");
+    ASSERT_EQ(ct.rfind("multipart/mixed; boundary=", 0), 0u) << ct;
+    const std::string boundary = "--" + ct.substr(ct.find('=') + 1);
+    std::vector<std::string> types;
+    for (size_t at = res->body.find(boundary); at != std::string::npos;
+         at = res->body.find(boundary, at + boundary.size())) {
+      const size_t type_at = res->body.find("Content-Type: ", at);
+      if (type_at == std::string::npos ||
+          res->body.compare(at, boundary.size() + 2, boundary + "--") == 0)
+        break;
+      types.push_back(
+          res->body.substr(type_at + 14, res->body.find("\r\n", type_at) - type_at - 14));
+    }
+    EXPECT_EQ(types, (std::vector<std::string>{"image/jpeg", "image/png"}));
+    EXPECT_NE(res->body.find("filename=\"sample1.jpg\"\r\nX-Status: 200"), std::string::npos);
+  }
+  for (const auto& [query, message] : std::vector<std::pair<std::string, std::string>>{
+           {"?method=smudge", "method 'smudge' is not one of: blur, pixelate, fill"},
+           {"?shape=star", "shape 'star' is not one of: ellipse, box"},
+           {"?box_scale=9", "box_scale: '9' is not allowed; a number from 1 to 3"},
+           {"?max_faces=-1", "max_faces"}}) {
+    SCOPED_TRACE(query);
+    auto res = client_->Post(("/v1/anonymize" + query).c_str(), PhotoBytes("grace_hopper.jpg"),
+                             "image/jpeg");
+    ASSERT_TRUE(res) << Describe(res);
+    EXPECT_EQ(res->status, 422) << res->body;
+    EXPECT_EQ(CheckError(res->body, "invalid_parameter", {message}), "");
+  }
+}
+
 TEST_F(ServeApiTest, JsonWithOneBase64ImageAndWithAnImagesList) {
   {
     SCOPED_TRACE("image");
@@ -291,7 +361,8 @@ TEST_F(ServeApiTest, MinFaceSizeDropsSmallFacesBeforeMaxFacesOnEveryHttpSurface)
   ASSERT_EQ(CheckFaces(all, "sample1.jpg"), "");
   const auto shorter = [](const json& f) {
     const json& b = f["box"];
-    return std::min(b[2].get<double>() - b[0].get<double>(), b[3].get<double>() - b[1].get<double>());
+    return std::min(b[2].get<double>() - b[0].get<double>(),
+                    b[3].get<double>() - b[1].get<double>());
   };
   ASSERT_EQ(all["faces"].size(), 3u) << all.dump();
   const double best_side = shorter(all["faces"][0]);
@@ -308,7 +379,8 @@ TEST_F(ServeApiTest, MinFaceSizeDropsSmallFacesBeforeMaxFacesOnEveryHttpSurface)
     SCOPED_TRACE("query");
     const json j = ParseBody(PostImage(photo, "image/jpeg", "?min_face_size=" + size));
     EXPECT_EQ(j["faces"], json(bigger));
-    const json one = ParseBody(PostImage(photo, "image/jpeg", "?max_faces=1&min_face_size=" + size));
+    const json one =
+        ParseBody(PostImage(photo, "image/jpeg", "?max_faces=1&min_face_size=" + size));
     ASSERT_EQ(one["faces"].size(), 1u) << one.dump();
     EXPECT_EQ(one["faces"][0], bigger[0]) << "the size filter runs before max_faces";
   }
@@ -322,15 +394,18 @@ TEST_F(ServeApiTest, MinFaceSizeDropsSmallFacesBeforeMaxFacesOnEveryHttpSurface)
   }
   {
     SCOPED_TRACE("OIP REST parameter");
-    const json body = {{"inputs", {{{"name", "IMAGE"}, {"shape", {1}}, {"datatype", "BYTES"},
-                                    {"data", {Base64(photo)}}}}},
-                       {"parameters", {{"min_face_size", min_size}}}};
+    const json body = {
+        {"inputs",
+         {{{"name", "IMAGE"}, {"shape", {1}}, {"datatype", "BYTES"}, {"data", {Base64(photo)}}}}},
+        {"parameters", {{"min_face_size", min_size}}}};
     auto res = client_->Post("/v2/models/ssd-mobilenetv1/infer", body.dump(), "application/json");
     ASSERT_TRUE(res) << Describe(res);
     ASSERT_EQ(res->status, 200) << res->body;
     const json j = ParseBody(res);
     for (const json& out : j["outputs"]) {
-      if (out["name"] == "COUNT") EXPECT_EQ(out["data"][0].get<size_t>(), bigger.size()) << j.dump();
+      if (out["name"] == "COUNT") {
+        EXPECT_EQ(out["data"][0].get<size_t>(), bigger.size()) << j.dump();
+      }
     }
   }
   {

@@ -324,7 +324,7 @@ TEST(WiderPredictions, FilesAreWrittenSortedAndParsedAsMatlabDoes) {
 }
 
 TEST(WiderPredictions, DetectionBoxConversion) {
-  const Detection d{10, 20, 40, 60, 0.5f};
+  const Detection d{.x1 = 10, .y1 = 20, .x2 = 40, .y2 = 60, .score = 0.5f};
   const WiderDetection edges = ToWiderDetection(d, BoxCorners::kEdges);
   EXPECT_EQ(edges.x, 10);
   EXPECT_EQ(edges.y, 20);

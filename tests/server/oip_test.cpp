@@ -202,7 +202,7 @@ TEST(OipTest, JsonOutputsArePaddedToTheMostFaces) {
   req.id = "abc";
   req.images = {{"IMAGE[0]", {}}, {"IMAGE[1]", {}}};
   for (const char* n : kOutputNames) req.outputs.push_back({n, false});
-  Detection with_landmarks{10, 20, 30, 40, 0.9f};
+  Detection with_landmarks{.x1 = 10, .y1 = 20, .x2 = 30, .y2 = 40, .score = 0.9f};
   with_landmarks.landmarks = {{12, 25}, {28, 25}, {20, 30}, {14, 35}, {26, 35}};
   const std::vector<pipeline::RequestResult> results = {
       Done(640, 480, {with_landmarks, {50, 60, 70, 80, 0.8f}}), Done(100, 50, {})};

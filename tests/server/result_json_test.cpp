@@ -11,7 +11,7 @@ DetectResult TwoFaces() {
   DetectResult r;
   r.width = 64;
   r.height = 48;
-  Detection a{1.004f, 2, 30, 40, 0.91234f};
+  Detection a{.x1 = 1.004f, .y1 = 2, .x2 = 30, .y2 = 40, .score = 0.91234f};
   a.landmarks = {{10.123f, 12}, {20, 12}, {15, 18}, {11, 25}, {19, 25.006f}};
   r.faces = {a, {40, 5, 60, 30, 0.6f}};
   return r;

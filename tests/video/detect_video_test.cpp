@@ -190,8 +190,8 @@ TEST(DetectVideo, HwaccelFallsBackToSoftwareAndSaysWhy) {
 
 // With the default --landmarks auto: the frames' faces carry the landmark net's five points.
 TEST(DetectVideo, DetectFpsSamplesFramesAndCountsTheSkipped) {
-  const ProcessResult r = RunMogserve(DetectVideoArgs(
-      {ClipPath("clip_hevc.mp4"), "--detect-fps", "5", "--landmarks", "auto"}));
+  const ProcessResult r = RunMogserve(
+      DetectVideoArgs({ClipPath("clip_hevc.mp4"), "--detect-fps", "5", "--landmarks", "auto"}));
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
   const std::vector<nlohmann::json> lines = ParseJsonLines(r.out);
   ASSERT_EQ(lines.size(), 50u);
@@ -206,6 +206,60 @@ TEST(DetectVideo, DetectFpsSamplesFramesAndCountsTheSkipped) {
     }
   }
   EXPECT_GT(faces, 0);
+}
+
+// --track --detect-fps 5 --every-frame: a line for each of the 250 frames, one in five detected.
+// Tracking adds ids but never moves or drops what the detector found: the detected frames' own
+// faces (tracked false, at or above the SSD's 0.5) are exactly ExpectClipFrame's. Grace Hopper
+// keeps one id on every frame she crosses, from the second detected frame on (the first makes a
+// tentative track, which is not predicted), on the frames between at the place the tracker
+// predicts (within 12 px of her path, 4 px a frame: 20 px between detections), and once she is
+// gone (frame 200) for the 5 detected frames --track-coast carries her; sample1.jpg's three faces
+// keep one id each while it zooms (frames 10-99).
+TEST(DetectVideo, TrackFollowsEachFaceWithOneIdOnEveryFrame) {
+  const ProcessResult r = RunMogserve(
+      DetectVideoArgs({ClipPath("clip.mp4"), "--detect-fps", "5", "--track", "--every-frame"}));
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  const std::vector<nlohmann::json> lines = ParseJsonLines(r.out);
+  ASSERT_EQ(lines.size(), 250u);
+  std::map<int64_t, int> hopper_ids, sample1_ids;  // id → frames it was found on
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const nlohmann::json& line = lines[i];
+    SCOPED_TRACE("frame " + std::to_string(i) + ": " + line.dump());
+    ASSERT_EQ(line.at("frame"), i);
+    ASSERT_EQ(line.at("detected"), i % 5 == 0);
+    nlohmann::json own = line;
+    own["faces"] = nlohmann::json::array();
+    int hopper = 0;
+    for (const nlohmann::json& face : line.at("faces")) {
+      const int64_t id = face.at("track_id");
+      EXPECT_GT(id, 0);
+      if (i % 5 != 0) EXPECT_TRUE(face.at("tracked").get<bool>());
+      if (!face.at("tracked").get<bool>() && face.at("score").get<double>() >= 0.5) {
+        own["faces"].push_back(face);
+      }
+      const auto& box = face.at("box");
+      const double x1 = box[0], y1 = box[1], y2 = box[3];
+      if (std::abs(y1 - 450) < 25 && std::abs(y2 - 565) < 25 &&
+          std::abs(x1 - (126 + 4.0 * i)) <= 12) {
+        ++hopper;
+        ++hopper_ids[id];
+        // Gone from frame 200: carried on at her predicted place while the tracker coasts.
+        if (i >= 200) EXPECT_TRUE(face.at("tracked").get<bool>());
+      } else if (i >= 10 && i < 100) {
+        ++sample1_ids[id];
+      }
+    }
+    if (i % 5 == 0) ExpectClipFrame(own);
+    if (i >= 5 && i < 200) EXPECT_EQ(hopper, 1) << "Grace Hopper not followed";
+    // --track-coast 5: answered while missed on the detected frames 200-220, not from 225 on.
+    if (i >= 200) EXPECT_EQ(hopper, i < 225 ? 1 : 0);
+  }
+  ASSERT_EQ(hopper_ids.size(), 1u);
+  EXPECT_EQ(hopper_ids.begin()->second, 221);  // frames 0 and 5-224
+  int steady = 0;  // sample1's faces followed on nearly every frame of 10-99 by one id
+  for (const auto& [id, frames] : sample1_ids) steady += frames >= 85 ? 1 : 0;
+  EXPECT_EQ(steady, 3) << nlohmann::json(sample1_ids).dump();
 }
 
 TEST(DetectVideo, SaveFramesKeepsFramesWithFacesAndTheirBoxes) {

@@ -10,6 +10,9 @@
 #   clip_mjpeg.mkv  the same in MJPEG
 #   clip_mpeg4.mp4  1 s of it in MPEG-4 part 2: a codec mogserve does not decode
 #   audio_only.m4a  1 s of a sine tone: a source without video
+#   clip_audio.mp4  clip.mp4's video stream copied, plus 10 s of a 440 Hz AAC sine track (48 kHz
+#                   mono) and the container title "mogserve test clip": what the rewriter must
+#                   carry through untouched
 # Byte-identical on reruns: single-threaded encoders with fixed settings, and no muxer metadata
 # that would vary (creation time, encoder version strings are fixed by -bitexact).
 # Usage: make_clip.sh PHOTOS_DIR OUT_DIR
@@ -39,4 +42,8 @@ BITEXACT=(-fflags +bitexact -flags:v +bitexact -map_metadata -1)
 "${FF[@]}" -i "$TMP/clip.mp4" -t 1 -c:v mpeg4 -threads 1 "${BITEXACT[@]}" "$TMP/clip_mpeg4.mp4"
 "${FF[@]}" -f lavfi -i sine=frequency=440:duration=1 -c:a aac -fflags +bitexact \
   -flags:a +bitexact -map_metadata -1 "$TMP/audio_only.m4a"
+# -metadata after BITEXACT: its -map_metadata -1 drops the input's metadata, not this title.
+"${FF[@]}" -i "$TMP/clip.mp4" -f lavfi -i sine=frequency=440:duration=10:sample_rate=48000 \
+  -map 0:v -map 1:a -c:v copy -c:a aac -ar 48000 -ac 1 "${BITEXACT[@]}" -flags:a +bitexact \
+  -metadata title="mogserve test clip" "$TMP/clip_audio.mp4"
 mv "$TMP"/* "$OUT/"

@@ -898,7 +898,7 @@ TEST(ServeStreams, StreamsFileStartsItsStreams) {
   const std::filesystem::path file = dir.path() / "streams.json";
   std::ofstream(file)
       << nlohmann::json::array(
-             {{{"id", "cam"}, {"url", ClipPath("clip.mp4")}, {"detect_fps", 5}},
+             {{{"id", "cam"}, {"url", ClipPath("clip.mp4")}, {"detect_fps", 5}, {"track", true}},
               {{"id", "hevc"}, {"url", ClipPath("clip_hevc.mp4")}, {"detect_fps", 1}}})
              .dump(2);
   ServeProcess server;
@@ -906,13 +906,18 @@ TEST(ServeStreams, StreamsFileStartsItsStreams) {
       server.Start({"--streams-file", file.string(), "--stream", "flag=" + ClipPath("clip.mp4")}));
   ASSERT_TRUE(server.WaitReady()) << server.Log();
   auto client = server.NewClient();
-  const nlohmann::json cam = WaitForStream(
-      *client, "cam", [](const nlohmann::json& s) { return Frames(s, "detected") > 0; });
+  // With track: the stream follows its faces (the clip's first frames hold four).
+  const nlohmann::json cam = WaitForStream(*client, "cam", [](const nlohmann::json& s) {
+    return s.contains("tracks") && s["tracks"]["started"].get<int>() >= 4;
+  });
   EXPECT_EQ(cam["detect_fps"], 5);
+  EXPECT_EQ(cam["track"], true);
+  EXPECT_EQ(cam["every_frame"], false);
   EXPECT_EQ(cam["url"], ClipPath("clip.mp4"));
   const nlohmann::json hevc = WaitForStream(
       *client, "hevc", [](const nlohmann::json& s) { return Frames(s, "decoded") > 0; });
   EXPECT_EQ(hevc["detect_fps"], 1);
+  EXPECT_FALSE(hevc.contains("tracks")) << hevc.dump();
   EXPECT_EQ(hevc["codec"], "hevc");
   EXPECT_EQ(
       WaitForStream(*client, "flag", [](const nlohmann::json&) { return true; })["detect_fps"], 0);
@@ -925,7 +930,7 @@ TEST(ServeStreams, StreamsFileStartsItsStreams) {
       Post(*client, {{"id", "x"}, {"url", ClipPath("clip.mp4")}, {"rtsp_transport", "udp"}});
   EXPECT_EQ(unknown->status, 422);
   EXPECT_NE(unknown->body.find("unknown field 'rtsp_transport'; a stream takes id, url, "
-                               "detect_fps and listen"),
+                               "detect_fps, listen, track and every_frame"),
             std::string::npos)
       << unknown->body;
   const ProcessResult stopped = server.Stop();
@@ -947,7 +952,10 @@ TEST(ServeStreams, AMalformedStreamsFileIsAUsageError) {
       {"[{\"id\": \"a\", \"url\": \"" + clip + "\", \"detect_fps\": -1}]",
        "entry 0 ('a'): field 'detect_fps' must be >= 0"},
       {"[{\"id\": \"a\", \"url\": \"" + clip + "\", \"loop\": true}]",
-       "entry 0 ('a'): unknown field 'loop'; a stream takes id, url, detect_fps and listen"},
+       "entry 0 ('a'): unknown field 'loop'; a stream takes id, url, detect_fps, listen, track "
+       "and every_frame"},
+      {"[{\"id\": \"a\", \"url\": \"" + clip + "\", \"track\": \"yes\"}]",
+       "entry 0 ('a'): field 'track' must be true or false, got string"},
       {"[{\"id\": \"a\", \"url\": \"" + clip + "\", \"listen\": true}]",
        "entry 0 ('a'): field 'listen' is for rtsp://, rtmp:// and tcp:// URLs"},
       {"[{\"id\": \"a\", \"url\": \"rtsp://127.0.0.1:1/live\", \"listen\": 1}]",

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <thread>
 
 #include "clips.h"
@@ -96,6 +97,51 @@ TEST(StreamIngest, DetectFpsSamplesByPresentationTime) {
   const IngestCounters c = stream.counters();
   EXPECT_EQ(c.sampled_out, 200);
   ExpectIdentities(c);
+}
+
+// every_frame: the frames detect_fps leaves out come too, each in its place, marked undetected,
+// with their previews; with tracking, every face delivered (the fake engine's one whole-picture
+// box, scored by the picture) has its track, and the tracker's stats are in the status.
+TEST(StreamIngest, EveryFrameDeliversTheSampledOutFramesInTheirPlace) {
+  FakeEngine engine(/*open=*/true);
+  auto pipeline = pipeline::Pipeline::Create({&engine}, &engine, Options());
+  ASSERT_TRUE(pipeline.ok());
+  Results results;
+  IngestOptions o = Ingest(ClipPath("clip.mp4"));
+  o.detect_fps = 5;
+  o.every_frame = true;
+  o.track = track::TrackerOptions{};
+  o.preview_max_side_px = 64;
+  StreamIngest stream(**pipeline, o, results.callback());
+  EXPECT_EQ(stream.Wait(), std::nullopt);
+  ASSERT_EQ(results.all.size(), static_cast<size_t>(kClipFrames));
+  std::set<int64_t> ids;
+  for (size_t i = 0; i < results.all.size(); ++i) {
+    const FrameResult& r = results.all[i];
+    SCOPED_TRACE("frame " + std::to_string(i));
+    for (const Detection& face : r.result.result.faces) {
+      EXPECT_GT(face.track_id, 0);
+      if (!r.detected) {
+        EXPECT_TRUE(face.tracked);
+      }
+      ids.insert(face.track_id);
+    }
+    EXPECT_EQ(r.frame.index, static_cast<int64_t>(i));
+    EXPECT_EQ(r.seq, static_cast<int64_t>(i));
+    EXPECT_EQ(r.detected, i % 5 == 0);
+    EXPECT_EQ(r.skipped, 0);
+    EXPECT_EQ(r.result.result.width, testing::kClipWidth);
+    EXPECT_EQ(r.result.result.height, testing::kClipHeight);
+    ASSERT_NE(r.preview, nullptr);
+    EXPECT_EQ(r.preview->width, 64);
+  }
+  const IngestCounters c = stream.counters();
+  EXPECT_EQ(c.sampled_out, 200);
+  EXPECT_EQ(c.submitted, 50);
+  ExpectIdentities(c);
+  const IngestStatus st = stream.status();
+  ASSERT_TRUE(st.tracks.has_value());
+  EXPECT_EQ(st.tracks->started, static_cast<int64_t>(ids.size()));
 }
 
 TEST(StreamIngest, RealtimeFramesAreSupersededBehindASlowEngine) {

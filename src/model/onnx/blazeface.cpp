@@ -11,8 +11,8 @@ namespace {
 
 // The project's one IoU (mogserve/result.h) on the two boxes.
 float BoxIoU(const BlazeFaceDetection& a, const BlazeFaceDetection& b) {
-  return IoU(Detection{a.x1, a.y1, a.x2, a.y2, a.score},
-             Detection{b.x1, b.y1, b.x2, b.y2, b.score});
+  return IoU(Detection{.x1 = a.x1, .y1 = a.y1, .x2 = a.x2, .y2 = a.y2},
+             Detection{.x1 = b.x1, .y1 = b.y1, .x2 = b.x2, .y2 = b.y2});
 }
 
 }  // namespace

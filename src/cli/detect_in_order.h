@@ -1,0 +1,21 @@
+// Image files through a Detector with results in input order and bounded memory: `detect` and
+// `anonymize`.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cli/input_files.h"
+#include "mogserve/detector.h"
+
+namespace mogserve::cli {
+
+// Every input through `detector`, `on_result` called in input order on this thread. At most
+// `window` requests are in flight (read, decoding, queued or running) and as many finished
+// results wait for their turn, so memory stays bounded however many inputs there are.
+void DetectInOrder(
+    Detector& detector, const std::vector<InputFile>& inputs, int window,
+    const std::function<void(const std::string&, StatusOr<DetectResult>)>& on_result);
+
+}  // namespace mogserve::cli
