@@ -8,7 +8,6 @@
 
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <set>
 
@@ -233,22 +232,23 @@ int RunAnonymize(const AnonymizeFlags& flags) {
   const bool tty = isatty(STDERR_FILENO) && !flags.quiet;
   std::ostream* lines = json ? &json->stream() : nullptr;
   std::vector<InputFile> pictures;
-  std::vector<size_t> videos;  // indices into inputs
-  std::map<std::string, size_t> index_of;
+  std::vector<fs::path> picture_outputs;  // pictures[i]'s
+  std::vector<size_t> videos;             // indices into inputs
   for (size_t i = 0; i < inputs.size(); ++i) {
-    index_of.emplace(inputs[i].path, i);
     if (IsVideoInput(inputs[i].path)) {
       videos.push_back(i);
     } else {
       pictures.push_back(inputs[i]);
+      picture_outputs.push_back(outputs[i]);
     }
   }
   Tally tally;
   if (!pictures.empty()) {
     ProgressBar bar(static_cast<int64_t>(pictures.size()), "img", tty);
+    size_t next = 0;
     DetectInOrder(detector, pictures, window,
                   [&](const std::string& path, StatusOr<DetectResult> r) {
-                    const fs::path& out = outputs[index_of.at(path)];
+                    const fs::path& out = picture_outputs[next++];  // results come in order
                     if (r.ok())
                       r = Covered(WriteAnonymized(path, *r, out, *anonymize, flags.quality), *r);
                     tally.Add(path, r.ok() ? r->faces.size() : 0, r.status(), tty);

@@ -57,7 +57,9 @@ TEST(BenchVideo, CountsEveryFrameOnceAndFindsTheLargestRealTimeN) {
     EXPECT_EQ(submitted, p.at("in_time").get<int64_t>() + p.at("late").get<int64_t>() +
                              p.at("superseded").get<int64_t>() +
                              p.at("expired_or_failed").get<int64_t>());
-    EXPECT_GT(p.at("in_time").get<int64_t>(), 0);
+    // Frames were answered (in time or late: how many made the deadline is the machine's speed,
+    // and a machine busy with other tests may make none).
+    EXPECT_GT(p.at("in_time").get<int64_t>() + p.at("late").get<int64_t>(), 0);
     EXPECT_LE(p.at("realtime_streams").get<int>(), streams);
     EXPECT_EQ(p.at("all_realtime").get<bool>(), p.at("realtime_streams").get<int>() == streams);
     EXPECT_EQ(p.at("failure").get<std::string>().empty(), p.at("all_realtime").get<bool>());

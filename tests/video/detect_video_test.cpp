@@ -234,7 +234,9 @@ TEST(DetectVideo, TrackFollowsEachFaceWithOneIdOnEveryFrame) {
     for (const nlohmann::json& face : line.at("faces")) {
       const int64_t id = face.at("track_id");
       EXPECT_GT(id, 0);
-      if (i % 5 != 0) EXPECT_TRUE(face.at("tracked").get<bool>());
+      if (i % 5 != 0) {
+        EXPECT_TRUE(face.at("tracked").get<bool>());
+      }
       if (!face.at("tracked").get<bool>() && face.at("score").get<double>() >= 0.5) {
         own["faces"].push_back(face);
       }
@@ -245,15 +247,21 @@ TEST(DetectVideo, TrackFollowsEachFaceWithOneIdOnEveryFrame) {
         ++hopper;
         ++hopper_ids[id];
         // Gone from frame 200: carried on at her predicted place while the tracker coasts.
-        if (i >= 200) EXPECT_TRUE(face.at("tracked").get<bool>());
+        if (i >= 200) {
+          EXPECT_TRUE(face.at("tracked").get<bool>());
+        }
       } else if (i >= 10 && i < 100) {
         ++sample1_ids[id];
       }
     }
     if (i % 5 == 0) ExpectClipFrame(own);
-    if (i >= 5 && i < 200) EXPECT_EQ(hopper, 1) << "Grace Hopper not followed";
+    if (i >= 5 && i < 200) {
+      EXPECT_EQ(hopper, 1) << "Grace Hopper not followed";
+    }
     // --track-coast 5: answered while missed on the detected frames 200-220, not from 225 on.
-    if (i >= 200) EXPECT_EQ(hopper, i < 225 ? 1 : 0);
+    if (i >= 200) {
+      EXPECT_EQ(hopper, i < 225 ? 1 : 0);
+    }
   }
   ASSERT_EQ(hopper_ids.size(), 1u);
   EXPECT_EQ(hopper_ids.begin()->second, 221);  // frames 0 and 5-224
