@@ -189,7 +189,11 @@ Status VideoRewriter::Impl::OpenDecoder() {
   int rc = avcodec_parameters_to_context(decoder.get(), in_video->codecpar);
   if (rc < 0) return AvFail("configuring the decoder", rc);
   decoder->pkt_timebase = in_video->time_base;
-  decoder->thread_count = options.decoder_threads;  // frame threads: throughput, not latency
+  // Slice threads, as VideoReader's: FFmpeg's frame threads hand frames between threads through
+  // atomics in libavcodec that ThreadSanitizer cannot see (every rewrite reported races in
+  // av_buffer_unref), and decoding is a small part of a rewrite (the encoder dominates).
+  decoder->thread_count = options.decoder_threads;
+  decoder->thread_type = FF_THREAD_SLICE;
   rc = avcodec_open2(decoder.get(), codec, nullptr);
   if (rc < 0) return AvFail("opening the decoder", rc);
   if (decoder->width <= 0 || decoder->height <= 0) {

@@ -47,7 +47,7 @@ struct RewriteOptions {
   int crf = 18;        // libx264 constant rate factor: 18 is visually near-lossless
   std::string preset = "veryfast";  // a libx264 preset name
   int encoder_threads = 0;          // libx264 threads; 0: libx264's choice
-  int decoder_threads = 0;          // decoder threads; 0: FFmpeg's choice (one per core)
+  int decoder_threads = 0;          // decoder slice threads; 0: FFmpeg's choice (one per core)
 };
 
 // The decoded picture behind a RewriteFrame (FFmpeg's frame, in the encoder's pixel format).
