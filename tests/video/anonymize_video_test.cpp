@@ -19,6 +19,14 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using video::testing::ClipPath;
 
+// A whole clip detected (or rewritten) per run: ten seconds alone, far more on a machine busy
+// with the other tests (a run beside the TSan build took over two minutes).
+ProcessOptions Patient() {
+  ProcessOptions o;
+  o.timeout = std::chrono::minutes(10);
+  return o;
+}
+
 std::string Ffprobe() {
   std::string ffmpeg = MOGSERVE_FFMPEG;
   return ffmpeg.substr(0, ffmpeg.size() - 6) + "ffprobe";  // beside ffmpeg
@@ -41,7 +49,8 @@ std::vector<std::string> Probe(const std::string& file, const std::string& strea
 // 0.5): what a covering must hide.
 std::map<int, std::vector<Detection>> ReferenceFaces() {
   const ProcessResult r = RunMogserve({"detect-video", "--model-dir", TestModelDir(), "-q",
-                                       "--landmarks", "model", ClipPath("clip_audio.mp4")});
+                                       "--landmarks", "model", ClipPath("clip_audio.mp4")},
+                                      Patient());
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   std::map<int, std::vector<Detection>> faces;
   for (const json& line : ParseJsonLines(r.out)) faces[line.at("frame").get<int>()] = FacesOf(line);
@@ -88,7 +97,7 @@ AnonymizeRun Anonymize(const TempDir& dir, const std::string& out, std::vector<s
                                    "--json",
                                    dir / (out + ".jsonl")};
   args.insert(args.end(), flags.begin(), flags.end());
-  AnonymizeRun run{RunMogserve(args), {}, {}};
+  AnonymizeRun run{RunMogserve(args, Patient()), {}, {}};
   for (const json& line : ParseJsonLines(ReadText(dir.path() / (out + ".jsonl")))) {
     if (line.contains("frame")) {
       run.covered[line.at("frame").get<int>()] = FacesOf(line);
