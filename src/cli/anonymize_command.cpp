@@ -215,13 +215,10 @@ int RunAnonymize(const AnonymizeFlags& flags) {
     json.emplace(flags.json == "-" ? "" : flags.json);
     if (!json->ok()) return kExitUsage;
   }
-  opt::OptionNames names = opt::OptionNames::Flags();
-  names.Rename("scheduler", "--policy").Rename("max_batch_size", "--batch-size");
-  names.Rename("decode_threads", "--decode-threads");
   DetectorOptions options = BatchJobOptions(flags.options, flags.job);
   const int window = flags.job.batch_size * 3;
   options.queue_capacity = std::max<int64_t>(options.queue_capacity, window);
-  auto opened = api::DetectorBuilder::Open(options, names);
+  auto opened = api::DetectorBuilder::Open(options, ImageJobOptionNames());
   if (!opened.ok()) {
     return PrintError(
         opened.status().message(),

@@ -131,13 +131,6 @@ DetectorOptions ToDetectorOptions(const DetectFlags& flags) {
   return o;
 }
 
-opt::OptionNames DetectOptionNames() {
-  opt::OptionNames names = opt::OptionNames::Flags();
-  names.Rename("scheduler", "--policy").Rename("max_batch_size", "--batch-size");
-  names.Rename("decode_threads", "--decode-threads");
-  return names;
-}
-
 // Prints a start-up error and returns its exit code (a bad flag is a usage error).
 int StartupError(const Status& status) {
   std::cerr << "error: " << status.message() << "\n";
@@ -266,7 +259,7 @@ int RunDetect(const DetectFlags& flags) {
   const std::vector<InputFile> inputs = CollectInputFiles(flags.paths);
   std::unique_ptr<Detector> detector;
   if (flags.tta.empty()) {
-    auto opened = api::DetectorBuilder::Open(ToDetectorOptions(flags), DetectOptionNames());
+    auto opened = api::DetectorBuilder::Open(ToDetectorOptions(flags), ImageJobOptionNames());
     if (!opened.ok()) return StartupError(opened.status());
     detector = std::move(opened).value();
     const DetectorInfo& info = detector->info();

@@ -21,4 +21,11 @@ void DetectInOrder(
   }
 }
 
+opt::OptionNames ImageJobOptionNames() {
+  opt::OptionNames names = opt::OptionNames::Flags();
+  names.Rename("scheduler", "--policy").Rename("max_batch_size", "--batch-size");
+  names.Rename("decode_threads", "--decode-threads");
+  return names;
+}
+
 }  // namespace mogserve::cli

@@ -8,6 +8,7 @@
 
 #include "cli/input_files.h"
 #include "mogserve/detector.h"
+#include "options/option_table.h"
 
 namespace mogserve::cli {
 
@@ -17,5 +18,9 @@ namespace mogserve::cli {
 void DetectInOrder(
     Detector& detector, const std::vector<InputFile>& inputs, int window,
     const std::function<void(const std::string&, StatusOr<DetectResult>)>& on_result);
+
+// The names a picture job's errors give the options: its flags, with --policy, --batch-size and
+// --decode-threads for the scheduler, batch and decoder options.
+opt::OptionNames ImageJobOptionNames();
 
 }  // namespace mogserve::cli
